@@ -1,0 +1,44 @@
+# kerneldiff: see README.md. Every target installs what it needs.
+GO      ?= go
+BUILD   ?= build
+FATBIN  ?= $(BUILD)/kernels.fatbin
+# go-nvml resolves NVML lazily; a "-z now" link dies at start-up (DESIGN.md §2).
+GOLDFLAGS ?= -ldflags=-extldflags=-Wl,-z,lazy
+DIFFTEST_ARGS ?=
+
+.PHONY: all kernels test gotest difftest selftest bench gpu-bundle clean
+
+all: $(BUILD)/difftest kernels
+
+$(BUILD)/difftest: FORCE
+	@mkdir -p $(BUILD)
+	$(GO) build $(GOLDFLAGS) -o $@ ./cmd/difftest
+
+kernels:
+	scripts/build-kernels $(BUILD)
+
+# The test command of README.md: builds the kernels (nvcc from pinned
+# wheels, spill check), sets up the Python test tools, runs every Go test.
+test: kernels gotest
+
+gotest:
+	scripts/setup-pytools
+	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test ./...
+
+# The main job: build the kernels and run the default suite on the GPU.
+difftest: kernels $(BUILD)/difftest
+	$(BUILD)/difftest run --fatbin $(FATBIN) $(DIFFTEST_ARGS)
+
+selftest: $(BUILD)/difftest
+	$(BUILD)/difftest selftest
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+gpu-bundle: kernels
+	scripts/gpu-bundle $(BUILD) dist
+
+clean:
+	rm -rf $(BUILD) dist
+
+FORCE:

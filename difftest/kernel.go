@@ -1,0 +1,295 @@
+package difftest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+)
+
+// GeneratorVersion identifies the bit-to-value transforms of the input
+// generator (DESIGN.md §5). Any change to how a kernel turns Philox words
+// into input values bumps it; it is recorded in every report.
+const GeneratorVersion = 1
+
+// CaseSpec is one entry of a suite: which kernel, which input family, and
+// the family's parameters as decoded from the suite file (TOML values:
+// int64, float64, bool, string, []any).
+type CaseSpec struct {
+	Kernel string         `toml:"kernel" json:"kernel"`
+	Family string         `toml:"family" json:"family"`
+	Name   string         `toml:"name" json:"name"` // unique within the kernel; the case id is Kernel + "/" + Name
+	Params map[string]any `toml:"params" json:"params,omitempty"`
+}
+
+// ID returns the case id, Kernel + "/" + Name.
+func (s CaseSpec) ID() string { return s.Kernel + "/" + s.Name }
+
+// OutputSpec describes one output tensor of a case. InOut outputs (the
+// paged cache) also arrive as an input: the implementation receives them
+// filled with the canary and must keep every byte it does not own.
+type OutputSpec struct {
+	Name  string
+	DType DType
+	Shape []int
+	InOut bool
+}
+
+// Bytes returns the output's size in bytes.
+func (o OutputSpec) Bytes() int {
+	n := o.DType.Size()
+	for _, d := range o.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Case is one fully materialised test case: the same Inputs bytes go to
+// every implementation.
+type Case struct {
+	ID      string       // kernel/name, as in CaseSpec.ID
+	Kernel  string       // kernel name, e.g. "topk_transform"
+	Family  string       // input family
+	Seed    uint64       // suite seed the inputs were drawn from
+	Key     uint64       // Philox key derived from (Seed, ID)
+	Params  any          // the kernel's own parameter struct; JSON-marshalable
+	Inputs  []*Tensor    // contract order, contract names
+	Outputs []OutputSpec // contract order, contract names
+}
+
+// Input returns the input tensor with the given contract name, or nil.
+func (c *Case) Input(name string) *Tensor {
+	for _, t := range c.Inputs {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Range is a half-open byte range [Off, Off+Len) of one output tensor.
+type Range struct{ Off, Len int }
+
+// Class is a failure class (DESIGN.md §6). The empty class means pass.
+type Class string
+
+// Failure classes. Kernel comparators use Mismatch and NonFinite; the
+// harness assigns the others.
+const (
+	Pass             Class = ""
+	Mismatch         Class = "mismatch"         // outputs differ from the reference beyond the contract's tolerance
+	NonFinite        Class = "non-finite"       // NaN/Inf where the reference is finite
+	Unwritten        Class = "unwritten"        // poison left where the contract says "written"
+	Guard            Class = "guard"            // a guard band or an untouched (canary) byte changed
+	InputModified    Class = "input-modified"   // an input's SHA-256 changed across the run
+	Nondeterministic Class = "nondeterministic" // runs with poison A and B disagree
+	IllegalAddress   Class = "illegal-address"  // GPU memory fault
+	Timeout          Class = "timeout"          // ran past the per-case time-out
+	LaunchError      Class = "launch-error"     // the kernel could not be launched
+	Crash            Class = "crash"            // implementation panicked, or its process died / exited non-zero
+	MissingOutput    Class = "missing-output"   // an exec implementation wrote no tensor of that name
+	BadOutput        Class = "bad-output"       // an output of the wrong dtype or shape
+	InvalidCase      Class = "invalid-input"    // the case broke its contract and was not run
+	Unavailable      Class = "unavailable"      // the implementation cannot run here (no driver, no image)
+)
+
+// Element is one compared element in a failure report.
+type Element struct {
+	Tensor string  `json:"tensor"`
+	Index  string  `json:"index"` // e.g. "[3][17]" or "row 3 pos 17"
+	Got    string  `json:"got"`
+	Want   string  `json:"want"`
+	Ratio  float64 `json:"ratio,omitempty"` // |d| / allowed; > 1 fails
+}
+
+// Result is a comparator's verdict on one case.
+type Result struct {
+	Class   Class          `json:"class,omitempty"`
+	Message string         `json:"message,omitempty"` // one line: which element, got, want
+	Metrics map[string]any `json:"metrics,omitempty"`
+	Worst   []Element      `json:"worst,omitempty"`
+}
+
+// Failed reports whether the result is a failure.
+func (r Result) Failed() bool { return r.Class != Pass }
+
+// Kernel is one kernel contract: generation, validation, reference,
+// comparison and its mutant catalog. Kernel packages implement it and call
+// RegisterKernel from init; the harness never imports them.
+type Kernel interface {
+	// Name is the contract name, e.g. "topk_transform".
+	Name() string
+	// Families lists the input families NewCase accepts.
+	Families() []string
+	// NewCase draws the inputs of spec from the Philox stream keyed by key
+	// (see rng.CaseKey). Unknown families or parameters are errors.
+	NewCase(spec CaseSpec, seed, key uint64) (*Case, error)
+	// FromTensors rebuilds a case from a capture file's tensors and its
+	// params JSON (replay).
+	FromTensors(id string, params json.RawMessage, tensors map[string]*Tensor) (*Case, error)
+	// Validate checks the contract's preconditions; it returns an
+	// *InputError naming the tensor, index and rule.
+	Validate(c *Case) error
+	// Reference computes the exact outputs into outs (pre-filled with the
+	// canary; the reference writes only what the contract says is written).
+	Reference(c *Case, outs []*Tensor) error
+	// Written lists, per output, the byte ranges the contract says an
+	// implementation writes. Every other byte must keep the canary.
+	Written(c *Case) [][]Range
+	// Equivalent reports whether two runs' outputs are the same result
+	// (top-k as sets, stores bytewise over Written); nil if so.
+	Equivalent(c *Case, a, b []*Tensor) error
+	// Check compares got with the reference's want.
+	Check(c *Case, got, want []*Tensor) Result
+	// Mutants returns the catalog of DESIGN.md §8 for this kernel.
+	Mutants() []Mutant
+}
+
+// Mutant is a Go implementation of a kernel with one known fault
+// (DESIGN.md §8).
+type Mutant struct {
+	Name  string // catalog name, e.g. "topk-tie-hole"
+	Fault string // one line: what is wrong
+	Run   func(c *Case, outs []*Tensor) error
+}
+
+// Buffer is one output as handed to an implementation: Tensor.Data is the
+// window Full[Guard : Guard+n], with guard bands of poison on both sides.
+// Go implementations write Tensor.Data; device implementations copy Full.
+type Buffer struct {
+	*Tensor
+	Full  []byte
+	Guard int
+}
+
+// RunInfo is what an implementation reports about one run.
+type RunInfo struct {
+	KernelTime time.Duration // device time between events; 0 if not measured
+}
+
+// RunError is an implementation failure with its class (illegal-address,
+// timeout, launch-error, crash, missing-output, bad-output, unavailable).
+type RunError struct {
+	Class Class
+	Msg   string
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }
+
+// Impl runs a kernel on a case. Implementations: "reference",
+// "mutant:NAME", "exec:CMD", "cuda".
+type Impl interface {
+	Name() string
+	// Run computes the outputs of c into outs. It must not modify c.Inputs.
+	Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error)
+	// Close releases resources (worker processes, device memory).
+	Close() error
+}
+
+// ImplOptions carries the run flags an implementation factory may need.
+type ImplOptions struct {
+	Fatbin  string        // --fatbin
+	Device  int           // --device
+	Timeout time.Duration // --timeout, per case
+}
+
+// ImplFactory builds the named implementation ("cuda", ...). An
+// implementation that cannot run here returns a *RunError of class
+// Unavailable, which the CLI maps to exit code 125.
+type ImplFactory func(opts ImplOptions) (Impl, error)
+
+// Command is a CLI subcommand contributed by a package (bridge registers
+// "info" and its hidden worker).
+type Command struct {
+	Name    string
+	Summary string
+	Hidden  bool
+	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per DESIGN.md §7
+}
+
+var registry struct {
+	sync.Mutex
+	kernels  map[string]Kernel
+	impls    map[string]ImplFactory
+	commands map[string]Command
+}
+
+// RegisterKernel adds k to the registry; called from a kernel package's
+// init. It panics on a duplicate name (a programming error).
+func RegisterKernel(k Kernel) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.kernels == nil {
+		registry.kernels = map[string]Kernel{}
+	}
+	if _, dup := registry.kernels[k.Name()]; dup {
+		panic("difftest: kernel registered twice: " + k.Name())
+	}
+	registry.kernels[k.Name()] = k
+}
+
+// LookupKernel returns the registered kernel with that name.
+func LookupKernel(name string) (Kernel, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	k, ok := registry.kernels[name]
+	return k, ok
+}
+
+// Kernels returns every registered kernel, sorted by name.
+func Kernels() []Kernel {
+	registry.Lock()
+	defer registry.Unlock()
+	ks := make([]Kernel, 0, len(registry.kernels))
+	for _, k := range registry.kernels {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].Name() < ks[j].Name() })
+	return ks
+}
+
+// RegisterImpl adds a named implementation factory (bridge registers
+// "cuda"). It panics on a duplicate name.
+func RegisterImpl(name string, f ImplFactory) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.impls == nil {
+		registry.impls = map[string]ImplFactory{}
+	}
+	if _, dup := registry.impls[name]; dup {
+		panic("difftest: impl registered twice: " + name)
+	}
+	registry.impls[name] = f
+}
+
+// LookupImpl returns the registered factory with that name.
+func LookupImpl(name string) (ImplFactory, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	f, ok := registry.impls[name]
+	return f, ok
+}
+
+// RegisterCommand adds a CLI subcommand. It panics on a duplicate name.
+func RegisterCommand(c Command) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.commands == nil {
+		registry.commands = map[string]Command{}
+	}
+	if _, dup := registry.commands[c.Name]; dup {
+		panic("difftest: command registered twice: " + c.Name)
+	}
+	registry.commands[c.Name] = c
+}
+
+// LookupCommand returns the registered subcommand with that name.
+func LookupCommand(name string) (Command, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	c, ok := registry.commands[name]
+	return c, ok
+}
