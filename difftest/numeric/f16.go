@@ -1,0 +1,65 @@
+// IEEE 754-2019 binary16 (1 sign, 5 exponent, 10 fraction bits; bias 15),
+// rounded to nearest, ties to even (§4.3.1). Used by the top-k coarse
+// histogram key and by the fp8 double-rounding fault (DESIGN.md §8).
+
+package numeric
+
+import "math"
+
+const (
+	f16Inf  = 0x7C00 // +inf; −inf is 0xFC00
+	f16QNaN = 0x7E00 // the quiet NaN produced for every NaN input (sign kept)
+)
+
+// F16FromF64 converts f to binary16 bits with one round-to-nearest-even
+// from the exact binary64 value. |f| ≥ 65520 (the midpoint between the
+// largest finite 65504 and 2^16) rounds to ±inf; results below 2^-14 are
+// subnormal, exactly rounded (the smallest is 2^-24, 0x0001); ±0 keep
+// their sign; ±inf map to ±inf (0x7C00, 0xFC00); every NaN becomes the
+// quiet NaN 0x7E00 with f's sign bit (the payload is not kept).
+func F16FromF64(f float64) uint16 {
+	b := math.Float64bits(f)
+	sign := uint16(b>>48) & 0x8000
+	switch {
+	case math.IsNaN(f):
+		return sign | f16QNaN
+	case math.IsInf(f, 0):
+		return sign | f16Inf
+	}
+	enc, _ := roundF64(f, 10, -14)
+	if enc >= f16Inf {
+		enc = f16Inf
+	}
+	return sign | uint16(enc)
+}
+
+// F16FromF32 converts f to binary16 bits; it is F16FromF64(float64(f)),
+// one rounding (the widening is exact), with the same special cases.
+func F16FromF32(f float32) uint16 {
+	return F16FromF64(float64(f))
+}
+
+// F16ToF32 returns the binary32 value of binary16 bits h; exact for every
+// pattern. Subnormals become normal binary32 values; a NaN keeps its sign
+// and its 10-bit payload in the top fraction bits (so it stays quiet or
+// signalling as it was).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1F
+	frac := uint32(h) & 0x3FF
+	switch {
+	case exp == 0x1F: // inf or NaN
+		return math.Float32frombits(sign | 0x7F800000 | frac<<13)
+	case exp != 0: // normal: rebias 15 → 127
+		return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+	case frac == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal: frac · 2^-24. Normalise so the leading one is bit 10.
+	e := uint32(113) // biased binary32 exponent of 2^-14
+	for frac&0x400 == 0 {
+		frac <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (frac&0x3FF)<<13)
+}
