@@ -1,0 +1,363 @@
+// The exec implementation: any program speaking the exec protocol of
+// DESIGN.md §7 runs as an implementation under test.
+//
+// Per case, in a fresh temporary folder, the harness writes in.safetensors
+// (every input tensor under its contract name; every InOut output, such as
+// the paged cache, with its current canary-filled content; __metadata__ =
+// {"kernel", "params" (JSON), "case"}) and runs
+//
+//	CMD... /tmp/kerneldiff-exec-NNN/in.safetensors /tmp/kerneldiff-exec-NNN/out.safetensors
+//
+// The program writes every output of the case under its contract name,
+// with the exact dtype and shape of the case's OutputSpec, and exits 0.
+package difftest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// ExecStderrTail is how many trailing bytes of an exec program's stderr a
+// failure message keeps.
+const ExecStderrTail = 4096
+
+// SplitCommand splits an exec:CMD command line into words, with a subset of
+// POSIX shell quoting and nothing else (no variables, globs, pipes or
+// redirections):
+//
+//   - unquoted blanks (space, tab, newline) separate words;
+//   - '...' keeps everything up to the next ' literally;
+//   - "..." keeps its text, where a backslash escapes only " \ $ ` and
+//     is otherwise kept;
+//   - outside quotes, a backslash makes the next character literal;
+//   - quotes join adjacent text into one word, and ” or "" is an
+//     empty word.
+//
+// It returns an error for an unterminated quote, a trailing backslash, or
+// a command with no words.
+func SplitCommand(cmd string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside a word (possibly an empty quoted one)
+	)
+	for i := 0; i < len(cmd); i++ {
+		switch ch := cmd[i]; ch {
+		case ' ', '\t', '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case '\'':
+			end := strings.IndexByte(cmd[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("exec command %q: unterminated ' quote at byte %d", cmd, i)
+			}
+			cur.WriteString(cmd[i+1 : i+1+end])
+			i += end + 1
+			in = true
+		case '"':
+			j := i + 1
+			for ; j < len(cmd) && cmd[j] != '"'; j++ {
+				if cmd[j] == '\\' && j+1 < len(cmd) && strings.IndexByte("\"\\$`", cmd[j+1]) >= 0 {
+					j++
+				}
+				cur.WriteByte(cmd[j])
+			}
+			if j == len(cmd) {
+				return nil, fmt.Errorf("exec command %q: unterminated \" quote at byte %d", cmd, i)
+			}
+			i = j
+			in = true
+		case '\\':
+			if i+1 == len(cmd) {
+				return nil, fmt.Errorf("exec command %q: trailing backslash", cmd)
+			}
+			i++
+			cur.WriteByte(cmd[i])
+			in = true
+		default:
+			cur.WriteByte(ch)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("exec command %q: no program named", cmd)
+	}
+	return words, nil
+}
+
+// NewExecImpl returns the exec:CMD implementation of DESIGN.md §7. CMD is
+// split by SplitCommand (callers that want a usage error before the first
+// case call SplitCommand themselves; otherwise every Run fails with class
+// launch-error). The program is looked up in PATH, inherits the
+// environment and working directory, reads nothing on stdin, and has its
+// stdout discarded; the last ExecStderrTail bytes of its stderr go into
+// failure messages. It runs in its own process group; timeout > 0 bounds
+// each case, and on time-out the whole group is killed with SIGKILL. After
+// every run, whatever is left of the group is killed too.
+//
+// Run's failures are *RunError values:
+//
+//   - launch-error: the command does not parse or cannot be started;
+//   - crash: non-zero exit status, or killed by a signal (the message gives
+//     the status or signal and the stderr tail);
+//   - timeout: still running after timeout;
+//   - bad-output: exit 0 but out.safetensors is absent or unreadable, or an
+//     output has the wrong dtype or shape;
+//   - missing-output: an output of the case is absent from out.safetensors.
+//
+// Tensors in out.safetensors that are not outputs of the case are
+// ignored. Outputs are copied into the Buffers only when all of them are
+// well-formed. When ctx ends, the group is killed and Run returns ctx's
+// error. The exec implementation reports no kernel time.
+func NewExecImpl(cmd string, timeout time.Duration) Impl {
+	argv, err := SplitCommand(cmd)
+	return &execImpl{cmd: cmd, argv: argv, argvErr: err, timeout: timeout, running: map[*execRun]struct{}{}}
+}
+
+type execImpl struct {
+	cmd     string
+	argv    []string
+	argvErr error
+	timeout time.Duration
+
+	mu      sync.Mutex
+	running map[*execRun]struct{}
+	closed  bool
+}
+
+// execRun is one live program, cancellable by Close.
+type execRun struct {
+	cancel context.CancelCauseFunc
+}
+
+var errExecClosed = errors.New("exec implementation closed")
+
+func (e *execImpl) Name() string { return "exec:" + e.cmd }
+
+// Close kills the process group of every program still running (their Run
+// calls return promptly with an error) and makes later Runs fail.
+func (e *execImpl) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for r := range e.running {
+		r.cancel(errExecClosed)
+	}
+	return nil
+}
+
+func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
+	if e.argvErr != nil {
+		return RunInfo{}, &RunError{Class: LaunchError, Msg: e.argvErr.Error()}
+	}
+	if len(outs) != len(c.Outputs) {
+		return RunInfo{}, fmt.Errorf("exec: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
+	}
+	for i, o := range c.Outputs {
+		if b := outs[i]; b == nil || b.Tensor == nil || len(b.Data) != o.Bytes() {
+			return RunInfo{}, fmt.Errorf("exec: case %s: buffer %d does not hold output %s (%d bytes)", c.ID, i, o.Name, o.Bytes())
+		}
+	}
+	dir, err := os.MkdirTemp("", "kerneldiff-exec-")
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("exec: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	in, out := filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
+	if err := execWriteInput(in, c, outs); err != nil {
+		return RunInfo{}, fmt.Errorf("exec: case %s: %w", c.ID, err)
+	}
+
+	if err := e.runProgram(ctx, in, out); err != nil {
+		return RunInfo{}, err
+	}
+	return RunInfo{}, execReadOutput(out, c, outs)
+}
+
+// runProgram runs the command on in and out and classifies its end.
+func (e *execImpl) runProgram(ctx context.Context, in, out string) error {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if e.timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, e.timeout, context.DeadlineExceeded)
+		defer stop()
+	}
+	r := &execRun{cancel: cancel}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
+	}
+	e.running[r] = struct{}{}
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.running, r)
+		e.mu.Unlock()
+	}()
+
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("exec %s: %w", e.argv[0], err)
+	}
+	tail := &execTail{max: ExecStderrTail}
+	cmd := exec.CommandContext(runCtx, e.argv[0], append(slices.Clip(e.argv[1:]), in, out)...)
+	cmd.Stderr = tail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Bounds the wait for stderr when a descendant that escaped the group
+	// kill still holds the pipe.
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return &RunError{Class: LaunchError, Msg: fmt.Sprintf("cannot start %s: %v", e.argv[0], err)}
+	}
+	werr := cmd.Wait()
+	elapsed := time.Since(start)
+	// Reap whatever the program left in its group; ESRCH when nothing is left.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+
+	if runCtx.Err() != nil {
+		switch cause := context.Cause(runCtx); {
+		case ctx.Err() != nil:
+			return fmt.Errorf("exec %s: %w", e.argv[0], ctx.Err())
+		case errors.Is(cause, errExecClosed):
+			return &RunError{Class: Crash, Msg: "killed: " + errExecClosed.Error() + tail.suffix()}
+		default:
+			return &RunError{Class: Timeout, Msg: fmt.Sprintf("no exit after %v; process group killed%s", e.timeout, tail.suffix())}
+		}
+	}
+	if werr != nil && !errors.Is(werr, exec.ErrWaitDelay) {
+		status := werr.Error()
+		if ps := cmd.ProcessState; ps != nil {
+			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				status = fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+			} else {
+				status = fmt.Sprintf("exit status %d", ps.ExitCode())
+			}
+		}
+		return &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+	}
+	return nil
+}
+
+// execWriteInput writes in.safetensors: every input, then every InOut
+// output with the Buffer's current content (replacing an input of the same
+// name, since the Buffer is what the implementation must start from).
+func execWriteInput(path string, c *Case, outs []*Buffer) error {
+	tensors := make([]*Tensor, 0, len(c.Inputs)+len(outs))
+	inout := map[string]*Tensor{}
+	for i, o := range c.Outputs {
+		if o.InOut {
+			inout[o.Name] = &Tensor{Name: o.Name, DType: o.DType, Shape: o.Shape, Data: outs[i].Data}
+		}
+	}
+	for _, t := range c.Inputs {
+		if inout[t.Name] == nil {
+			tensors = append(tensors, t)
+		}
+	}
+	for _, o := range c.Outputs {
+		if t := inout[o.Name]; t != nil {
+			tensors = append(tensors, t)
+		}
+	}
+	params, err := captureParamsJSON(c.Params)
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, tensors, map[string]string{MetaKernel: c.Kernel, MetaParams: params, MetaCase: c.ID})
+}
+
+// execReadOutput checks out.safetensors against the case's outputs and,
+// when every output is present and well-formed, copies them into outs.
+func execReadOutput(path string, c *Case, outs []*Buffer) error {
+	got, _, err := ReadSafetensors(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return &RunError{Class: BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+		}
+		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + err.Error()}
+	}
+	var missing []string
+	for _, o := range c.Outputs {
+		t := got[o.Name]
+		if t == nil {
+			missing = append(missing, o.Name)
+			continue
+		}
+		if t.DType != o.DType || !slices.Equal(t.Shape, o.Shape) {
+			return &RunError{Class: BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, t.DType, t.Shape, o.DType, o.Shape)}
+		}
+	}
+	if len(missing) > 0 {
+		return &RunError{Class: MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(got))}
+	}
+	for i, o := range c.Outputs {
+		copy(outs[i].Data, got[o.Name].Data)
+	}
+	return nil
+}
+
+func execNames(m map[string]*Tensor) string {
+	if len(m) == 0 {
+		return "no tensors"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// execTail keeps the last max bytes written to it.
+type execTail struct {
+	max     int
+	buf     []byte
+	dropped bool
+}
+
+func (t *execTail) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.dropped = true
+	}
+	return len(p), nil
+}
+
+// suffix renders the tail for a one-line message: "; stderr: ..." or "".
+func (t *execTail) suffix() string {
+	b := t.buf
+	if t.dropped {
+		// Start on a rune boundary.
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	s := oneLine(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"))
+	if s == "" {
+		return "; stderr empty"
+	}
+	if t.dropped {
+		s = "…" + s
+	}
+	return "; stderr: " + s
+}
