@@ -10,6 +10,56 @@
 extern "C" {
 #endif
 
+/* Entry points (extern "C", one per K, each takes kd_topk_params by value):
+ *   kd_topk_transform_512, kd_topk_transform_1024, kd_topk_transform_2048.
+ *
+ * Launch geometry: grid = (batch, 1, 1), one block per row; block =
+ * (KD_TOPK_THREADS, 1, 1); dynamic shared memory = KD_TOPK_DYNAMIC_SMEM (0).
+ * Static shared memory is about 24.3 KiB (histogram of KD_TOPK_BINS u32, the
+ * candidate buffer of KD_TOPK_CAND_CAP u32 keys, scan scratch); the exact
+ * figure per target is in ptxas-report.txt next to the fatbin.
+ *
+ * Algorithm (topk.cu): radix select on key32(x) = bits(x) ^ (sign ?
+ * 0xFFFFFFFF : 0x80000000), compared as unsigned (DESIGN.md §3), in three
+ * digits of 11, 11 and 10 bits, most significant first. Each digit pass
+ * builds a shared-memory histogram of the keys that match the prefix chosen
+ * so far and picks the bin holding the k-th largest; after the last digit
+ * the threshold key T and the number of ties to take are exact. Fast path:
+ * when the first digit's threshold bin holds at most KD_TOPK_CAND_CAP keys,
+ * they are copied to shared memory and digits two and three run there.
+ * Otherwise (low-contrast rows: e.g. 16384 distinct values in one fp16
+ * bin) digits two and three re-read the row from global memory. Nothing is
+ * dropped on either path. A final pass over the row writes every position
+ * with key > T, then the lowest-positioned ties (key == T) until K slots are
+ * filled, each group in ascending position order (block-wide prefix scans,
+ * no atomics), so the output bytes are identical across runs.
+ *
+ * Output: L <= K: raw = 0, 1, ..., L-1, then -1; page_indices likewise.
+ * L > K: the K positions above, in the order [above T ascending, ties
+ * ascending]; page_indices[j] = page_table[b][raw >> log2_page] * P +
+ * (raw & (P-1)), computed in 64-bit and stored as int32.
+ *
+ * Special values: only the key32 order is used (no float compares), so -0 <
+ * +0, -NaN < -inf < finite < +inf < +NaN, and equal bit patterns tie.
+ * PyTorch's torch.topk fallback differs (every NaN is largest).
+ *
+ * Preconditions (the launcher and the harness check them before launch):
+ * p.k equals the entry point's K, 0 <= seq_lens[b] <= stride, max_pages >=
+ * ceil(L_b / P), every slot fits in int32, page_indices and raw_indices do
+ * not alias the inputs. A kernel that sees p.k != K, a negative seq_len or
+ * seq_len > stride executes a trap (the launch fails with an error; it
+ * never writes a partial answer). Positions past L_b are never read.
+ *
+ * Sync rules: every __syncthreads is reached by the whole block (loop trip
+ * counts depend only on L_b and on shared values); warp collectives use
+ * the full mask, and every thread of a block runs every loop iteration.
+ *
+ * Fault builds: see kernels/faults.txt; -DKD_FAULT_<NAME> compiles one. */
+#define KD_TOPK_THREADS      1024
+#define KD_TOPK_DYNAMIC_SMEM 0
+#define KD_TOPK_BINS         2048 /* histogram bins of the widest digit (11 bits) */
+#define KD_TOPK_CAND_CAP     4096 /* shared-memory candidate buffer, keys */
+
 /* Parameters, passed by value to kd_topk_transform_<K>.
  * Device pointers; raw_indices may be NULL (not returned). */
 typedef struct {
