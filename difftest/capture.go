@@ -63,7 +63,7 @@ func (e *CaptureError) Error() string {
 		}
 		b.WriteString(e.Err.Error())
 	}
-	return oneLine(b.String())
+	return captureOneLine(b.String())
 }
 
 // Unwrap returns ErrCapture and, when set, the underlying error.
@@ -100,9 +100,9 @@ const (
 // alignment, then name), not the slice order. Programs that speak the
 // exec protocol in Go use it to write out.safetensors.
 func WriteSafetensors(path string, tensors []*Tensor, meta map[string]string) error {
-	views := make(map[string]stView, len(tensors))
+	views := make(map[string]captureView, len(tensors))
 	for _, t := range tensors {
-		if err := stCheckName(t.Name); err != nil {
+		if err := captureCheckName(t.Name); err != nil {
 			return &CaptureError{Path: path, Tensor: strconv.Quote(t.Name), Rule: err.Error()}
 		}
 		if _, dup := views[t.Name]; dup {
@@ -119,7 +119,7 @@ func WriteSafetensors(path string, tensors []*Tensor, meta map[string]string) er
 		for i, d := range t.Shape {
 			shape[i] = uint64(d)
 		}
-		views[t.Name] = stView{dtype: dt, shape: shape, data: t.Data}
+		views[t.Name] = captureView{dtype: dt, shape: shape, data: t.Data}
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -255,7 +255,7 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 	}
 	params, err := captureParamsJSON(c.Params)
 	if err != nil {
-		return &CaptureError{Path: path, Tensor: metaName(MetaParams), Rule: "cannot marshal the case's params", Err: err}
+		return &CaptureError{Path: path, Tensor: captureMetaName(MetaParams), Rule: "cannot marshal the case's params", Err: err}
 	}
 	for _, t := range extra {
 		if err := captureCheckExtra(c, t); err != nil {
@@ -327,28 +327,28 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	}
 	for _, key := range []string{MetaKernel, MetaCase, MetaParams} {
 		if meta[key] == "" {
-			return nil, nil, fail(metaName(key), "missing (required: kernel, case, params)")
+			return nil, nil, fail(captureMetaName(key), "missing (required: kernel, case, params)")
 		}
 	}
 	params := json.RawMessage(meta[MetaParams])
 	var probe any
 	if err := json.Unmarshal(params, &probe); err != nil {
-		return nil, nil, fail(metaName(MetaParams), "not valid JSON: %v", err)
+		return nil, nil, fail(captureMetaName(MetaParams), "not valid JSON: %v", err)
 	}
 	var seed, key uint64
 	if s, ok := meta[MetaSeed]; ok {
 		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return nil, nil, fail(metaName(MetaSeed), "must be a decimal uint64, got %q", s)
+			return nil, nil, fail(captureMetaName(MetaSeed), "must be a decimal uint64, got %q", s)
 		}
 	}
 	if s, ok := meta[MetaKey]; ok {
 		if key, err = strconv.ParseUint(s, 0, 64); err != nil {
-			return nil, nil, fail(metaName(MetaKey), "must be a uint64 (0x-prefixed hex or decimal), got %q", s)
+			return nil, nil, fail(captureMetaName(MetaKey), "must be a uint64 (0x-prefixed hex or decimal), got %q", s)
 		}
 	}
 	if s, ok := meta[MetaGenerator]; ok {
 		if _, err := strconv.Atoi(s); err != nil {
-			return nil, nil, fail(metaName(MetaGenerator), "must be a decimal integer, got %q", s)
+			return nil, nil, fail(captureMetaName(MetaGenerator), "must be a decimal integer, got %q", s)
 		}
 	}
 	name := meta[MetaKernel]
@@ -358,7 +358,7 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 		for _, k := range Kernels() {
 			known = append(known, k.Name())
 		}
-		return nil, nil, fail(metaName(MetaKernel), "unknown kernel %q (registered: %s)", name, strings.Join(known, ", "))
+		return nil, nil, fail(captureMetaName(MetaKernel), "unknown kernel %q (registered: %s)", name, strings.Join(known, ", "))
 	}
 	id := meta[MetaCase]
 	feed := make(map[string]*Tensor, len(tensors))
@@ -424,10 +424,10 @@ func captureParamsJSON(p any) (string, error) {
 	return string(b), err
 }
 
-func metaName(key string) string { return `__metadata__["` + key + `"]` }
+func captureMetaName(key string) string { return `__metadata__["` + key + `"]` }
 
-// stCheckName rejects names the safetensors header cannot carry.
-func stCheckName(name string) error {
+// captureCheckName rejects names the safetensors header cannot carry.
+func captureCheckName(name string) error {
 	switch name {
 	case "":
 		return errors.New("empty tensor name")
@@ -437,9 +437,9 @@ func stCheckName(name string) error {
 	return nil
 }
 
-// oneLine folds a multi-line text into one line for reports: lines are
+// captureOneLine folds a multi-line text into one line for reports: lines are
 // trimmed, blank ones dropped, the rest joined with " | ".
-func oneLine(s string) string {
+func captureOneLine(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}
@@ -452,14 +452,14 @@ func oneLine(s string) string {
 	return strings.Join(parts, " | ")
 }
 
-// stView adapts a tensor to the safetensors writer's View interface.
-type stView struct {
+// captureView adapts a tensor to the safetensors writer's View interface.
+type captureView struct {
 	dtype st.DType
 	shape []uint64
 	data  []byte
 }
 
-func (v stView) DType() st.DType { return v.dtype }
-func (v stView) Shape() []uint64 { return v.shape }
-func (v stView) Data() []byte    { return v.data }
-func (v stView) DataLen() uint64 { return uint64(len(v.data)) }
+func (v captureView) DType() st.DType { return v.dtype }
+func (v captureView) Shape() []uint64 { return v.shape }
+func (v captureView) Data() []byte    { return v.data }
+func (v captureView) DataLen() uint64 { return uint64(len(v.data)) }

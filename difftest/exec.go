@@ -352,7 +352,7 @@ func (t *execTail) suffix() string {
 			b = b[1:]
 		}
 	}
-	s := oneLine(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"))
+	s := captureOneLine(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"))
 	if s == "" {
 		return "; stderr empty"
 	}

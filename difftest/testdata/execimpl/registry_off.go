@@ -1,0 +1,15 @@
+//go:build !kd_kernels
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// registryOutputs: without -tags kd_kernels no kernel package is linked.
+func registryOutputs(kernel, _ string, _ json.RawMessage, _ map[string]*difftest.Tensor) ([]*difftest.Tensor, error) {
+	return nil, fmt.Errorf("kernel %q unknown (build with -tags kd_kernels for the registered kernels)", kernel)
+}
