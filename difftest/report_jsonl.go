@@ -1,0 +1,96 @@
+// JSON Lines reports (DESIGN.md §7): a header line, one line per case
+// written as the case ends, a summary line. Each line goes out in one
+// Write with no buffering in between, so a crash loses nothing already
+// decided.
+package difftest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// JSONLWriter streams a report as JSON Lines.
+type JSONLWriter struct{ w io.Writer }
+
+// NewJSONLWriter returns a writer on w (typically an *os.File).
+func NewJSONLWriter(w io.Writer) *JSONLWriter { return &JSONLWriter{w: w} }
+
+func (j *JSONLWriter) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = j.w.Write(append(b, '\n'))
+	return err
+}
+
+// Header writes the header line (Type is set to "header").
+func (j *JSONLWriter) Header(h Header) error { h.Type = "header"; return j.line(h) }
+
+// Record writes one case line (Type is set to "case").
+func (j *JSONLWriter) Record(r *Record) error { r.Type = "case"; return j.line(r) }
+
+// Summary writes the summary line (Type is set to "summary").
+func (j *JSONLWriter) Summary(s Summary) error { s.Type = "summary"; return j.line(s) }
+
+// Report is a whole report read back from JSON Lines.
+type Report struct {
+	Header  Header
+	Records []*Record
+	Summary *Summary // nil when the run did not finish (the file ends early)
+}
+
+// ReadJSONL reads a report written by JSONLWriter. A file cut short by a
+// crash reads fine (Summary is nil); a malformed line, a missing header
+// or an unknown line type is an error naming the line.
+func ReadJSONL(name string, r io.Reader) (*Report, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<28)
+	rep := &Report{}
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, n, err)
+		}
+		if n == 1 && probe.Type != "header" {
+			return nil, fmt.Errorf("%s:1: first line is %q, want a header", name, probe.Type)
+		}
+		var err error
+		switch probe.Type {
+		case "header":
+			if n != 1 {
+				return nil, fmt.Errorf("%s:%d: a second header", name, n)
+			}
+			err = json.Unmarshal(line, &rep.Header)
+		case "case":
+			rec := new(Record)
+			err = json.Unmarshal(line, rec)
+			rep.Records = append(rep.Records, rec)
+		case "summary":
+			rep.Summary = new(Summary)
+			err = json.Unmarshal(line, rep.Summary)
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown line type %q", name, n, probe.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s: empty report", name)
+	}
+	return rep, nil
+}

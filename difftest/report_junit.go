@@ -1,0 +1,179 @@
+// JUnit XML reports (DESIGN.md §7), in the schema CI servers read
+// (Jenkins' and Ant's junit.xsd): one <testsuite> per seed, one <testcase>
+// per case with classname = kernel and name = case id, a <failure> whose
+// type is the failure class, and <properties> for the run.
+package difftest
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnitProperties lists the <properties> of one seed's <testsuite>: seed,
+// impl, suite, generator_version, device, driver, cuda, fatbin_sha256 and
+// git_commit (present and empty when unknown), then any other header
+// property in name order.
+func JUnitProperties(h Header, seed uint64) [][2]string {
+	props := [][2]string{
+		{PropSeed, fmt.Sprint(seed)},
+		{PropImpl, h.Impl},
+		{PropSuite, h.Suite},
+		{PropGeneratorVersion, fmt.Sprint(h.GeneratorVersion)},
+		{PropDevice, h.Properties[PropDevice]},
+		{PropDriver, h.Properties[PropDriver]},
+		{PropCUDA, h.Properties[PropCUDA]},
+		{PropFatbin, h.Properties[PropFatbin]},
+		{PropGitCommit, h.GitCommit},
+	}
+	var extra []string
+	for k := range h.Properties {
+		switch k {
+		case PropDevice, PropDriver, PropCUDA, PropFatbin:
+		default:
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		props = append(props, [2]string{k, h.Properties[k]})
+	}
+	if h.Shard != "" {
+		props = append(props, [2]string{"shard", h.Shard})
+	}
+	return props
+}
+
+// WriteJUnit writes rep as JUnit XML. Times are in seconds with
+// millisecond resolution (the case's wall time).
+func WriteJUnit(w io.Writer, rep *Report) error {
+	bySeed := map[uint64][]*Record{}
+	var seeds []uint64
+	for _, r := range rep.Records {
+		if _, ok := bySeed[r.Seed]; !ok {
+			seeds = append(seeds, r.Seed)
+		}
+		bySeed[r.Seed] = append(bySeed[r.Seed], r)
+	}
+	sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
+	if len(seeds) == 0 {
+		seeds = []uint64{rep.Header.Seed}
+	}
+	doc := junitSuites{Name: "difftest " + rep.Header.Suite}
+	var total time.Duration
+	for _, seed := range seeds {
+		s := junitSuite{Name: fmt.Sprintf("%s seed=%d", rep.Header.Suite, seed)}
+		for _, p := range JUnitProperties(rep.Header, seed) {
+			s.Properties = append(s.Properties, junitProperty{Name: p[0], Value: p[1]})
+		}
+		var st time.Duration
+		for _, r := range bySeed[seed] {
+			jc := junitCase{Classname: r.Kernel, Name: r.Case, Time: seconds(r.WallTime)}
+			if r.Failed() {
+				jc.Failure = &junitFailure{Message: flatten(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
+				s.Failures++
+			}
+			if len(r.Warnings) > 0 {
+				jc.SystemOut = "warnings:\n  " + strings.Join(r.Warnings, "\n  ") + "\n"
+			}
+			s.Tests++
+			st += r.WallTime
+			s.Cases = append(s.Cases, jc)
+		}
+		s.Time = seconds(st)
+		total += st
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Suites = append(doc.Suites, s)
+	}
+	doc.Time = seconds(total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// failureDetails is the body of a <failure>: message, key metric, all
+// metrics (JSON, keys sorted), worst elements, replay command(s).
+func failureDetails(r *Record) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", r.Class, r.Message)
+	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, r.InputSHA256, r.GeneratorVersion)
+	if len(r.Params) > 0 {
+		fmt.Fprintf(&b, "params: %s\n", r.Params)
+	}
+	if len(r.Metrics) > 0 {
+		m, _ := json.Marshal(r.Metrics) // map keys come out sorted
+		fmt.Fprintf(&b, "metrics: %s\n", m)
+	}
+	for _, e := range r.Worst {
+		fmt.Fprintf(&b, "worst: %s%s got %s want %s ratio %.3g\n", e.Tensor, e.Index, e.Got, e.Want, e.Ratio)
+	}
+	if r.Replay != "" {
+		fmt.Fprintf(&b, "replay: %s\n", r.Replay)
+	}
+	if r.Capture != "" {
+		fmt.Fprintf(&b, "replay: %s\n", ReplayCaptureCommand(r))
+	}
+	return b.String()
+}
+
+// ReplayCaptureCommand is the command that replays a record's saved
+// capture with the same implementation.
+func ReplayCaptureCommand(r *Record) string {
+	return "difftest replay --impl " + ShellQuote(r.Impl) + " " + ShellQuote(r.Capture)
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+func flatten(s string) string { return strings.Join(strings.Fields(s), " ") }

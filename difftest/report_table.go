@@ -1,0 +1,195 @@
+// The human report: one aligned line per case, the failures with their
+// replay commands, numbered footnotes for warnings (as benchstat prints
+// them), and a summary line.
+package difftest
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// TableRow formats the line of one record: status, case id, class (or
+// "-"), key metric (or "-"), time, and footnote marks. Widths are
+// those of the whole table (see WriteTable).
+func tableCells(r *Record) []string {
+	status, class := "ok", "-"
+	if r.Failed() {
+		status, class = "FAIL", string(r.Class)
+	}
+	metric := r.KeyMetric
+	if metric == "" {
+		metric = "-"
+	}
+	return []string{status, r.Case, class, metric, caseTime(r)}
+}
+
+// caseTime is the kernel time when the implementation measured it, else
+// the case's wall time marked "~" (see the footnote WriteTable adds).
+func caseTime(r *Record) string {
+	if r.KernelTime > 0 {
+		return fmtDuration(r.KernelTime)
+	}
+	return "~" + fmtDuration(r.WallTime)
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	}
+}
+
+// WriteTable writes the human report of rep.
+//
+//	STATUS  CASE                          CLASS     METRIC          TIME
+//	ok      topk_transform/gaussian-b1    -         recall=1        ~1.20ms
+//	FAIL    topk_transform/ties-k         mismatch  missing=1       ~2.31ms ¹
+//
+// then, per failure, its message and replay command(s); then numbered
+// warnings; then "N passed, M failed (class n, …) in T". A record
+// without kernel time shows its wall time with a "~" and a footnote.
+func WriteTable(w io.Writer, rep *Report) error {
+	header := []string{"STATUS", "CASE", "CLASS", "METRIC", "TIME"}
+	rows := [][]string{header}
+	notes := &footnotes{index: map[string]int{}}
+	var wall bool
+	marks := make([]string, len(rep.Records))
+	for i, r := range rep.Records {
+		rows = append(rows, tableCells(r))
+		var ms []string
+		for _, wn := range r.Warnings {
+			ms = append(ms, notes.mark(wn))
+		}
+		if r.KernelTime == 0 {
+			wall = true
+		}
+		marks[i] = strings.Join(ms, "")
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for j, c := range row {
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for i, row := range rows {
+		var line strings.Builder
+		for j, c := range row {
+			if j == len(row)-1 {
+				line.WriteString(c)
+				break
+			}
+			line.WriteString(c + strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+		}
+		if i > 0 && marks[i-1] != "" {
+			line.WriteString(" " + marks[i-1])
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+
+	var failed []*Record
+	for _, r := range rep.Records {
+		if r.Failed() {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("\nfailures:\n")
+		for _, r := range failed {
+			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", r.Case, r.Seed, r.Class, flatten(r.Message))
+			for _, e := range r.Worst {
+				fmt.Fprintf(&b, "    worst %s%s: got %s, want %s (ratio %.3g)\n", e.Tensor, e.Index, e.Got, e.Want, e.Ratio)
+			}
+			if r.Replay != "" {
+				fmt.Fprintf(&b, "    replay: %s\n", r.Replay)
+			}
+			if r.Capture != "" {
+				fmt.Fprintf(&b, "    replay: %s\n", ReplayCaptureCommand(r))
+			}
+		}
+	}
+	if wall {
+		notes.mark("~ wall time of the whole case (generation, both runs, reference, checks): the implementation measured no kernel time")
+	}
+	if len(notes.list) > 0 {
+		b.WriteString("\n")
+		for i, n := range notes.list {
+			fmt.Fprintf(&b, "%s %s\n", superscript(i+1), n)
+		}
+	}
+	sum := rep.Summary
+	if sum == nil {
+		sum = &Summary{}
+		for _, r := range rep.Records {
+			sum.Add(r)
+		}
+		sum.Aborted = "the report ends before its summary"
+	}
+	b.WriteString("\n" + SummaryLine(*sum) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// SummaryLine renders "N passed, M failed (mismatch 2, guard 1) in 3.20s",
+// with "; stopped early: WHY" when the run was cut short.
+func SummaryLine(s Summary) string {
+	line := fmt.Sprintf("%d passed, %d failed", s.Passed, s.Failed)
+	if len(s.Classes) > 0 {
+		classes := make([]string, 0, len(s.Classes))
+		for c := range s.Classes {
+			classes = append(classes, string(c))
+		}
+		sort.Slice(classes, func(i, j int) bool {
+			ci, cj := s.Classes[Class(classes[i])], s.Classes[Class(classes[j])]
+			if ci != cj {
+				return ci > cj
+			}
+			return classes[i] < classes[j]
+		})
+		parts := make([]string, len(classes))
+		for i, c := range classes {
+			parts[i] = fmt.Sprintf("%s %d", c, s.Classes[Class(c)])
+		}
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if s.Elapsed > 0 {
+		line += " in " + fmtDuration(s.Elapsed)
+	}
+	if s.Aborted != "" {
+		line += "; stopped early: " + s.Aborted
+	}
+	return line
+}
+
+type footnotes struct {
+	index map[string]int
+	list  []string
+}
+
+func (f *footnotes) mark(note string) string {
+	i, ok := f.index[note]
+	if !ok {
+		f.list = append(f.list, note)
+		i = len(f.list)
+		f.index[note] = i
+	}
+	return superscript(i)
+}
+
+func superscript(n int) string {
+	const digits = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+	ds := []rune(digits)
+	s := ""
+	for _, c := range fmt.Sprint(n) {
+		s += string(ds[c-'0'])
+	}
+	return s
+}

@@ -1,0 +1,211 @@
+// The suite loop: generate each selected case from (seed, case id), run
+// it through the pipeline, hand its record to the reports as it ends.
+package difftest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// Config describes one `difftest run`.
+type Config struct {
+	Suite    string // suite name or file, for records and replay commands
+	Items    []Item
+	Impl     Impl
+	ImplName string        // the --impl value, for records and replay commands
+	Timeout  time.Duration // per run of the implementation; 0 = none
+	FailFast bool          // stop after the first failing case
+
+	// SaveFailures, when not empty, is a folder where each failing case
+	// is written as a capture file (WriteCapture) for `difftest replay`.
+	SaveFailures string
+	// Replay builds a record's replay command; nil leaves it empty.
+	Replay func(rec *Record) string
+	// OnRecord receives each record as its case ends (reports stream
+	// from here); an error stops the run and is returned.
+	OnRecord func(rec *Record) error
+	// Progress, when set, is called after each case.
+	Progress func(done, total, failed int, elapsed time.Duration)
+}
+
+// GenerateCase draws the inputs of item it (key = rng.CaseKey(seed, id))
+// and validates them. An error is a *SuiteError: the suite asked for
+// something its kernel rejects (an unknown parameter, or parameters whose
+// inputs break the contract).
+func GenerateCase(it Item) (Kernel, *Case, error) {
+	spec := it.Spec
+	k, ok := LookupKernel(spec.Kernel)
+	if !ok {
+		return nil, nil, &SuiteError{File: it.File, Case: spec.ID(), Err: fmt.Errorf("unknown kernel %q", spec.Kernel)}
+	}
+	c, err := k.NewCase(spec, it.Seed, rng.CaseKey(it.Seed, spec.ID()))
+	if err != nil {
+		return nil, nil, &SuiteError{File: it.File, Case: spec.ID(), Err: err}
+	}
+	if err := k.Validate(c); err != nil {
+		return nil, nil, &SuiteError{File: it.File, Case: spec.ID(), Err: fmt.Errorf("generated inputs are invalid: %w", err)}
+	}
+	return k, c, nil
+}
+
+// Run runs cfg.Items one after another and returns the summary. It stops
+// early on FailFast, on a *SuiteError (exit 2), on an implementation that
+// reports itself Unavailable (a *RunError, exit 125 unless a case already
+// failed), on an *InternalError (exit 125), or when ctx is cancelled. The
+// summary counts every record handed to OnRecord; Summary.Aborted says
+// why it stopped early.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
+	for n, it := range cfg.Items {
+		rec, err := runItem(ctx, cr, cfg, it)
+		if err != nil {
+			sum.Elapsed = time.Since(start)
+			sum.Aborted = err.Error()
+			return sum, err
+		}
+		sum.Add(rec)
+		if cfg.OnRecord != nil {
+			if err := cfg.OnRecord(rec); err != nil {
+				sum.Elapsed = time.Since(start)
+				sum.Aborted = err.Error()
+				return sum, err
+			}
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(n+1, len(cfg.Items), sum.Failed, time.Since(start))
+		}
+		if cfg.FailFast && rec.Failed() {
+			sum.Aborted = "--failfast after " + rec.Case
+			break
+		}
+	}
+	sum.Elapsed = time.Since(start)
+	return sum, nil
+}
+
+func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, error) {
+	t0 := time.Now()
+	k, c, err := GenerateCase(it)
+	if err != nil {
+		return nil, err
+	}
+	rec := NewRecord(c, cfg.ImplName)
+	rec.Index = it.Index
+	out, err := cr.RunCase(ctx, k, c, rec)
+	if err != nil {
+		return nil, err
+	}
+	rec.WallTime = time.Since(t0)
+	rec.KeyMetric = KeyMetric(k, rec)
+	if rec.Failed() && cfg.SaveFailures != "" {
+		path, err := SaveCapture(cfg.SaveFailures, c, out)
+		if err != nil {
+			rec.Warnings = append(rec.Warnings, "could not save the capture: "+err.Error())
+		} else {
+			rec.Capture = path
+		}
+	}
+	if cfg.Replay != nil {
+		rec.Replay = cfg.Replay(rec)
+	}
+	return rec, nil
+}
+
+// NewRecord starts the record of case c under the named implementation
+// (identity fields only; RunCase fills the verdict).
+func NewRecord(c *Case, impl string) *Record {
+	return &Record{
+		Type:             "case",
+		Case:             c.ID,
+		Kernel:           c.Kernel,
+		Family:           c.Family,
+		Params:           MarshalParams(c),
+		Seed:             c.Seed,
+		GeneratorVersion: GeneratorVersion,
+		Impl:             impl,
+	}
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// SaveCapture writes case c as dir/KERNEL__NAME__seedN.safetensors with
+// the canary state of its InOut outputs (PoisonA) and, for inspection,
+// the implementation's outputs of the first run (GotPrefix) and the
+// reference's (WantPrefix) when the run got that far. It returns the path.
+func SaveCapture(dir string, c *Case, out Outcome) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := strings.TrimPrefix(c.ID, c.Kernel+"/")
+	file := fmt.Sprintf("%s__%s__seed%d.safetensors", unsafeName.ReplaceAllString(c.Kernel, "_"), unsafeName.ReplaceAllString(name, "_"), c.Seed)
+	path := filepath.Join(dir, file)
+	var extra []*Tensor
+	canary := PoisonedTensors(c, PoisonA)
+	for i, o := range c.Outputs {
+		if o.InOut {
+			extra = append(extra, canary[i])
+		}
+	}
+	for _, side := range []struct {
+		prefix string
+		ts     []*Tensor
+	}{{GotPrefix, out.Got}, {WantPrefix, out.Want}} {
+		for _, t := range side.ts {
+			named := *t
+			named.Name = side.prefix + t.Name
+			extra = append(extra, &named)
+		}
+	}
+	if err := WriteCapture(path, c, extra); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// Exit codes of the CLI (DESIGN.md §7), made for `git bisect run`.
+const (
+	ExitPass       = 0   // every case passed
+	ExitFail       = 1   // at least one case failed
+	ExitUsage      = 2   // usage error, or a bad suite or capture file
+	ExitUntestable = 125 // nothing could be tested: no driver or device, no image, an internal error
+)
+
+// ExitCode maps a run's summary and error to the exit code:
+// a *SuiteError, a bad capture (ErrCapture, ErrInvalidInput) or an unknown
+// implementation → 2; Unavailable → 125 unless a case already failed
+// (then 1: a real failure marks the commit bad); an *InternalError or any
+// other error → 125 (the harness cannot vouch for anything); otherwise 1
+// if a case failed, 0 if all passed, 125 if no case ran at all.
+func ExitCode(sum Summary, err error) int {
+	var se *SuiteError
+	var re *RunError
+	var ie *InternalError
+	switch {
+	case err == nil:
+	case errors.As(err, &ie):
+		return ExitUntestable
+	case errors.As(err, &se), errors.Is(err, ErrInvalidInput), errors.Is(err, ErrCapture), errors.Is(err, ErrUnknownImpl):
+		return ExitUsage
+	case errors.As(err, &re) && re.Class == Unavailable && sum.Failed > 0:
+		return ExitFail
+	default:
+		return ExitUntestable
+	}
+	if sum.Failed > 0 {
+		return ExitFail
+	}
+	if sum.Passed == 0 {
+		return ExitUntestable
+	}
+	return ExitPass
+}

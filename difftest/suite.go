@@ -1,0 +1,258 @@
+// Suites: lists of cases in TOML files (DESIGN.md §7 `--suite NAME|FILE`).
+//
+// A suite file holds an array of tables named "case":
+//
+//	[[case]]
+//	kernel = "topk_transform"
+//	family = "gaussian"
+//	name   = "gaussian-b30-l8192"
+//	[case.params]
+//	batch = 30
+//	lengths = [8191, 8192, 8193]
+//
+// A named suite is every *.toml file in one folder of an fs.FS (the
+// embedded fixtures/suites/NAME/), read in lexical order.
+package difftest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// SuiteError is a problem with a suite file: malformed TOML, an unknown
+// key, kernel or family, a duplicate case, or a case whose parameters the
+// kernel rejects. The CLI exits 2 on it. Error() is one line naming the
+// file, the case (when known) and the problem.
+type SuiteError struct {
+	File string
+	Case string // case id, or "" for a whole-file problem
+	Err  error
+}
+
+func (e *SuiteError) Error() string {
+	msg := strings.ReplaceAll(e.Err.Error(), "\n", " ")
+	if e.Case == "" {
+		return fmt.Sprintf("suite %s: %s", e.File, msg)
+	}
+	return fmt.Sprintf("suite %s: case %s: %s", e.File, e.Case, msg)
+}
+
+func (e *SuiteError) Unwrap() error { return e.Err }
+
+// SuiteCase is one case of a loaded suite and the file it came from.
+type SuiteCase struct {
+	Spec CaseSpec
+	File string
+}
+
+// Suite is an ordered, validated list of cases.
+type Suite struct {
+	Name  string // suite name, or the file path for --suite FILE
+	Cases []SuiteCase
+}
+
+type suiteFile struct {
+	Case []CaseSpec `toml:"case"`
+}
+
+// ParseSuite decodes one suite file. It checks what can be checked
+// without drawing inputs: the TOML syntax, no key other than kernel,
+// family, name and params, a registered kernel, one of its families, a
+// non-empty name without "/", and no repeated case id within the file.
+// Parameters are checked by Kernel.NewCase when the case is generated.
+// Every error is a *SuiteError.
+func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
+	var sf suiteFile
+	md, err := toml.Decode(string(data), &sf)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &SuiteError{File: file, Err: fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)}
+		}
+		return nil, &SuiteError{File: file, Err: err}
+	}
+	for _, key := range md.Undecoded() {
+		// Keys under [case.params] are the kernel's to judge.
+		if len(key) >= 2 && key[0] == "case" && key[1] == "params" {
+			continue
+		}
+		return nil, &SuiteError{File: file, Err: fmt.Errorf("unknown key %q (a case has kernel, family, name and [case.params])", key.String())}
+	}
+	if len(sf.Case) == 0 {
+		return nil, &SuiteError{File: file, Err: errors.New("no [[case]] entries")}
+	}
+	out := make([]SuiteCase, 0, len(sf.Case))
+	seen := map[string]bool{}
+	for i, spec := range sf.Case {
+		id := spec.ID()
+		if spec.Name == "" || spec.Kernel == "" {
+			return nil, &SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
+		}
+		if strings.ContainsAny(spec.Name, "/ \t\n") {
+			return nil, &SuiteError{File: file, Case: id, Err: errors.New("name must not contain '/' or spaces")}
+		}
+		k, ok := LookupKernel(spec.Kernel)
+		if !ok {
+			return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown kernel %q (registered: %s)", spec.Kernel, strings.Join(kernelNames(), ", "))}
+		}
+		if !contains(k.Families(), spec.Family) {
+			return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown family %q for %s (families: %s)", spec.Family, spec.Kernel, strings.Join(k.Families(), ", "))}
+		}
+		if seen[id] {
+			return nil, &SuiteError{File: file, Case: id, Err: errors.New("duplicate case name")}
+		}
+		seen[id] = true
+		out = append(out, SuiteCase{Spec: spec, File: file})
+	}
+	return out, nil
+}
+
+// LoadSuiteFile reads a suite from a file on disk (--suite FILE).
+func LoadSuiteFile(file string) (*Suite, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &SuiteError{File: file, Err: err}
+	}
+	cases, err := ParseSuite(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return &Suite{Name: file, Cases: cases}, nil
+}
+
+// LoadSuiteFS reads the named suite: every NAME/*.toml file of fsys in
+// lexical order. Case ids must be unique across the files.
+func LoadSuiteFS(fsys fs.FS, name string) (*Suite, error) {
+	files, err := fs.Glob(fsys, path.Join(name, "*.toml"))
+	if err != nil {
+		return nil, &SuiteError{File: name, Err: err}
+	}
+	if len(files) == 0 {
+		return nil, &SuiteError{File: name, Err: fmt.Errorf("no such suite (suites: %s)", strings.Join(SuiteNames(fsys), ", "))}
+	}
+	sort.Strings(files)
+	s := &Suite{Name: name}
+	where := map[string]string{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, &SuiteError{File: f, Err: err}
+		}
+		cases, err := ParseSuite(f, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range cases {
+			id := sc.Spec.ID()
+			if prev, dup := where[id]; dup {
+				return nil, &SuiteError{File: f, Case: id, Err: fmt.Errorf("duplicate case name (also in %s)", prev)}
+			}
+			where[id] = f
+		}
+		s.Cases = append(s.Cases, cases...)
+	}
+	return s, nil
+}
+
+// SuiteNames lists the suites of fsys: folders holding *.toml files.
+func SuiteNames(fsys fs.FS) []string {
+	files, _ := fs.Glob(fsys, "*/*.toml")
+	seen := map[string]bool{}
+	var names []string
+	for _, f := range files {
+		d := path.Dir(f)
+		if !seen[d] {
+			seen[d] = true
+			names = append(names, d)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Item is one case to run: a suite case under one seed.
+type Item struct {
+	Index int // position in the expanded suite: (seed−first seed)·len(cases) + case position
+	Seed  uint64
+	SuiteCase
+}
+
+// Selection picks the items of a run.
+type Selection struct {
+	Seed   uint64         // first seed (--seed)
+	Repeat int            // seeds Seed … Seed+Repeat−1 (--repeat); < 1 means 1
+	Run    *regexp.Regexp // matched against the case id (--run); nil = all
+	Shard  Shard          // --shard
+}
+
+// Shard is a deterministic split of a run: shard I of N keeps the items
+// whose Index ≡ I (mod N). I is 0-based: shards of a 4-way split are
+// 0/4 … 3/4. The zero Shard keeps everything.
+type Shard struct{ I, N int }
+
+// ParseShard parses "I/N" with 0 ≤ I < N.
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.I, &sh.N); err != nil || fmt.Sprintf("%d/%d", sh.I, sh.N) != s {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N, e.g. 0/4", s)
+	}
+	if sh.N < 1 || sh.I < 0 || sh.I >= sh.N {
+		return Shard{}, fmt.Errorf("--shard %q: want 0 ≤ I < N", s)
+	}
+	return sh, nil
+}
+
+func (s Shard) String() string {
+	if s.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.I, s.N)
+}
+
+// Items expands the suite over the seeds and applies --run and --shard.
+// Item order is seed-major, then suite order.
+func (s *Suite) Items(sel Selection) []Item {
+	repeat := max(sel.Repeat, 1)
+	var items []Item
+	for r := 0; r < repeat; r++ {
+		for i, sc := range s.Cases {
+			it := Item{Index: r*len(s.Cases) + i, Seed: sel.Seed + uint64(r), SuiteCase: sc}
+			if sel.Run != nil && !sel.Run.MatchString(sc.Spec.ID()) {
+				continue
+			}
+			if sel.Shard.N > 0 && it.Index%sel.Shard.N != sel.Shard.I {
+				continue
+			}
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+func kernelNames() []string {
+	var names []string
+	for _, k := range Kernels() {
+		names = append(names, k.Name())
+	}
+	if len(names) == 0 {
+		return []string{"none"}
+	}
+	return names
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
