@@ -1,0 +1,236 @@
+// Case generation for topk_transform (DESIGN.md §3 "Input families", §5):
+// suite parameters, seq_lens, the page tables, and the row-parallel
+// drawing of scores from per-row Philox streams.
+
+package topk
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// Philox tensor indices of the generator: each input draws from its own
+// counter range, and row r of a tensor starts at block uint64(r)<<32, so
+// rows are drawn independently and in parallel.
+const (
+	streamScores    = 0
+	streamPageTable = 2
+)
+
+// Past-length fill: positions [L, stride) of a row alternate +NaN and +inf,
+// the two values that rank highest in key32 order, so an implementation
+// that reads past L picks them.
+const (
+	pastEvenBits = 0x7FC00000 // +NaN
+	pastOddBits  = 0x7F800000 // +inf
+)
+
+// Page-table kinds (suite param "pages").
+const (
+	PagesIdentity = "identity" // page_table[b][j] = j in every row
+	PagesPerm     = "perm"     // each row a random permutation of [0, max_pages)
+	PagesDistinct = "distinct" // row b uses ids b·max_pages + a random permutation: rows share no page
+	PagesLarge    = "large"    // as distinct, reflected to the top of the int32 slot range
+)
+
+// NewCase draws the case of spec from the Philox streams of key (see
+// rng.CaseKey; seed is recorded in the case). Suite parameters
+// (spec.Params), common to every family:
+//
+//	K       int, required: number of picks (≥ 1)
+//	P       int, default 64: page size, a power of two
+//	lengths []int, required: seq_lens, cycled over the batch (each ≥ 0)
+//	batch   int, default len(lengths)
+//	stride  int, default max(lengths, 1): scores row stride (≥ every length)
+//	pages   string, default "distinct": identity, perm, distinct or large
+//	raw     bool, default true: whether raw_indices is an output
+//
+// plus the family's own (see Families). max_pages = ceil(stride / P).
+// Unused page-table entries (j ≥ ceil(L_b/P)) hold −1; score positions past
+// L_b hold +NaN (even) and +inf (odd). Unknown families or parameters,
+// and parameters the generator cannot honour, are errors naming the case
+// and the parameter.
+func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
+	if spec.Kernel != KernelName {
+		return nil, fmt.Errorf("case %s: kernel %q is not %s", spec.ID(), spec.Kernel, KernelName)
+	}
+	fam, ok := familyByName(spec.Family)
+	if !ok {
+		return nil, fmt.Errorf("case %s: unknown family %q (known: %v)", spec.ID(), spec.Family, Families())
+	}
+	g, err := readConfig(spec, fam)
+	if err != nil {
+		return nil, err
+	}
+	p := &g.Params
+	scores := difftest.MustTensor(TensorScores, difftest.F32, p.Batch, p.Stride)
+	lens := difftest.MustTensor(TensorSeqLens, difftest.I32, p.Batch)
+	table := difftest.MustTensor(TensorPageTable, difftest.I32, p.Batch, p.MaxPages)
+	if fam.needle {
+		p.Needles = make([]int, p.Batch)
+	}
+	type buf struct{ row []uint32 }
+	work := make([]buf, min(p.Batch, 64))
+	_ = parallelRows(p.Batch, func(w, b int) error {
+		L := g.lengths[b%len(g.lengths)]
+		lens.SetI32(b, int32(L))
+		s := &work[w%len(work)]
+		s.row = grow(s.row, L)
+		needle := fam.row(g, rng.NewStream(key, streamScores, uint64(b)<<32), s.row)
+		if fam.needle {
+			p.Needles[b] = needle
+		}
+		out := scores.Data[4*b*p.Stride : 4*(b+1)*p.Stride]
+		for i := 0; i < p.Stride; i++ {
+			x := uint32(pastEvenBits)
+			switch {
+			case i < L:
+				x = s.row[i]
+			case i%2 == 1:
+				x = pastOddBits
+			}
+			binary.LittleEndian.PutUint32(out[4*i:], x)
+		}
+		g.pageRow(table, b, L, rng.NewStream(key, streamPageTable, uint64(b)<<32))
+		return nil
+	})
+	return &difftest.Case{
+		ID:      spec.ID(),
+		Kernel:  KernelName,
+		Family:  spec.Family,
+		Seed:    seed,
+		Key:     key,
+		Params:  p,
+		Inputs:  []*difftest.Tensor{scores, lens, table},
+		Outputs: p.Outputs(),
+	}, nil
+}
+
+// genConfig is a suite entry decoded: the case Params plus what only the
+// generator needs.
+type genConfig struct {
+	Params
+	lengths []int
+	// family parameters (see Families)
+	above, tied int    // straddle
+	positives   int    // relu
+	finite      int    // masked
+	span        string // lowcontrast
+}
+
+// readConfig decodes and checks spec's parameters.
+func readConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
+	pr := difftest.NewParams(spec.ID(), spec.Params)
+	g := &genConfig{}
+	g.K = pr.Int("K", 0)
+	g.P = pr.Int("P", 64)
+	g.lengths = pr.Ints("lengths", nil)
+	g.Batch = pr.Int("batch", len(g.lengths))
+	g.Stride = pr.Int("stride", 0)
+	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesLarge)
+	g.ReturnRaw = pr.Bool("raw", true)
+	g.Family = spec.Family
+	if fam.params != nil {
+		fam.params(pr, g)
+	}
+	if err := pr.Err(); err != nil {
+		return nil, err
+	}
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("case %s: param %q: %s", spec.ID(), key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case g.K < 1:
+		return nil, bad("K", "required, must be ≥ 1, got %d", g.K)
+	case g.P < 1 || g.P&(g.P-1) != 0:
+		return nil, bad("P", "must be a power of two ≥ 1, got %d", g.P)
+	case len(g.lengths) == 0:
+		return nil, bad("lengths", "required, at least one length")
+	case g.Batch < 1 || g.Batch > 1<<16:
+		return nil, bad("batch", "must be in [1, 65536], got %d", g.Batch)
+	}
+	maxL := 1
+	for i, L := range g.lengths {
+		if L < 0 || L > math.MaxInt32 {
+			return nil, bad("lengths", "element %d must be in [0, 2³¹−1], got %d", i, L)
+		}
+		maxL = max(maxL, L)
+	}
+	if g.Stride == 0 {
+		g.Stride = maxL
+	}
+	if g.Stride < maxL {
+		return nil, bad("stride", "must be ≥ the longest length %d, got %d", maxL, g.Stride)
+	}
+	if int64(g.Batch)*int64(g.Stride) > 1<<28 {
+		return nil, bad("stride", "batch·stride = %d·%d exceeds 2²⁸ scores", g.Batch, g.Stride)
+	}
+	g.MaxPages = (g.Stride + g.P - 1) / g.P
+	if ids := int64(g.Batch) * int64(g.MaxPages); g.Pages != PagesIdentity && g.Pages != PagesPerm && ids*int64(g.P) > 1<<31 {
+		return nil, bad("pages", "%s needs %d distinct pages of %d slots, beyond the int32 slot range", g.Pages, ids, g.P)
+	}
+	return g, nil
+}
+
+// pageRow writes page_table[b] for a row of length L: the kind's ids on
+// the used range [0, ceil(L/P)), −1 after it. Injective within the row for
+// every kind (the checker inverts it when raw_indices is not returned).
+func (g *genConfig) pageRow(table *difftest.Tensor, b, L int, st *rng.Stream) {
+	m := g.MaxPages
+	used := (L + g.P - 1) / g.P
+	var ids []int
+	if g.Pages != PagesIdentity {
+		ids = st.Perm(m)
+	}
+	top := int64(math.MaxInt32)/int64(g.P) - int64(b)*int64(m) // largest id of row b for "large"
+	for j := 0; j < m; j++ {
+		v := int64(-1)
+		if j < used {
+			switch g.Pages {
+			case PagesIdentity:
+				v = int64(j)
+			case PagesPerm:
+				v = int64(ids[j])
+			case PagesDistinct:
+				v = int64(b)*int64(m) + int64(ids[j])
+			case PagesLarge:
+				v = top - int64(ids[j])
+			}
+		}
+		table.SetI32(b*m+j, int32(v))
+	}
+}
+
+// family is one input family: its name, the parameters it reads and its
+// row generator. row fills dst (length L) with f32 bits and returns the
+// needle position, or −1.
+type family struct {
+	name   string
+	needle bool
+	params func(pr *difftest.Params, g *genConfig)
+	row    func(g *genConfig, st *rng.Stream, dst []uint32) int
+}
+
+// Families returns the family names NewCase accepts, sorted.
+func Families() []string {
+	names := make([]string, len(families))
+	for i, f := range families {
+		names[i] = f.name
+	}
+	slices.Sort(names)
+	return names
+}
+
+func familyByName(name string) (family, bool) {
+	for _, f := range families {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return family{}, false
+}

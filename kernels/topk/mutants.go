@@ -1,0 +1,257 @@
+// The top-k part of the mutant catalog (DESIGN.md §8): ten Go
+// implementations of topk_transform, each exact except for one fault
+// modelled on how a real radix-select kernel goes wrong.
+
+package topk
+
+import (
+	"math"
+	"slices"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// fault selects the one fault of a mutant.
+type fault int
+
+const (
+	faultCapacity4096 fault = iota + 1
+	faultCoarseOnly
+	faultTieHole
+	faultFltMaxSentinel
+	faultNaNGarbage
+	faultPastLength
+	faultLengthMinusOne
+	faultDupOnPlateau
+	faultPageRow0
+	faultShortRowOrder
+)
+
+var catalog = []struct {
+	name, what string
+	f          fault
+}{
+	{"topk-capacity-4096", "radix select whose threshold-bin candidate buffer holds 4096 entries and silently drops the overflow", faultCapacity4096},
+	{"topk-coarse-only", "selects on the fp16-rounded key alone, ties within a coarse value broken by position (no exact refinement)", faultCoarseOnly},
+	{"topk-tie-hole", "when ties straddle the K-th value the tied picks are never written: −1 inside the valid range", faultTieHole},
+	{"topk-flt-max-sentinel", "pads each row to a 1024-wide tile with −FLT_MAX, so padding beats valid −inf (and −NaN) picks and comes back as −1", faultFltMaxSentinel},
+	{"topk-nan-garbage", "a chosen NaN comes back as index INT_MIN (what an x86 float→int conversion of NaN gives)", faultNaNGarbage},
+	{"topk-past-length", "rows with L > K select over the whole row stride instead of [0, L)", faultPastLength},
+	{"topk-length-minus-one", "uses L − 1 as the row length, ignoring the last valid position", faultLengthMinusOne},
+	{"topk-dup-on-plateau", "on a tie plateau straddling the K-th value the last tied pick repeats the one before it", faultDupOnPlateau},
+	{"topk-page-row0", "translates every row through page_table row 0", faultPageRow0},
+	{"topk-short-row-order", "rows with L ≤ K come back in reverse order", faultShortRowOrder},
+}
+
+// tileWidth is the padded row tile of the flt-max-sentinel mutant;
+// candidateCap the candidate buffer of the capacity mutant.
+const (
+	tileWidth    = 1024
+	candidateCap = 4096
+	fltMaxNegKey = 0x00800000 // numeric.Key32(0xFF7FFFFF), the key of −FLT_MAX
+)
+
+// Mutants returns the ten top-k mutants of DESIGN.md §8, in catalog order.
+// Each validates its case like the reference and returns its errors; its
+// outputs are those of Reference except where its fault bites.
+func Mutants() []difftest.Mutant {
+	ms := make([]difftest.Mutant, len(catalog))
+	for i, m := range catalog {
+		f := m.f
+		ms[i] = difftest.Mutant{Name: m.name, Fault: m.what, Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+			return runMutant(c, outs, f)
+		}}
+	}
+	return ms
+}
+
+// runMutant is the reference's row loop with fault f applied.
+func runMutant(c *difftest.Case, outs []*difftest.Tensor, f fault) error {
+	v, err := newView(c)
+	if err != nil {
+		return err
+	}
+	page, raw, err := outputs(c, v.p, outs)
+	if err != nil {
+		return err
+	}
+	K := v.p.K
+	work := make([]scratch, min(v.p.Batch, 64))
+	return parallelRows(v.p.Batch, func(w, b int) error {
+		s := &work[w%len(work)]
+		pos := v.mutantRow(b, f, s)
+		tb := b
+		if f == faultPageRow0 {
+			tb = 0
+		}
+		for j, i := range pos {
+			sl := int64(i)
+			switch {
+			case i == -1 || i == math.MinInt32:
+				// −1 padding, or garbage passed through unchanged
+			case int(i)>>v.shift < v.p.MaxPages:
+				sl = v.slot(tb, int(i))
+			}
+			page.SetI32(b*K+j, int32(sl))
+			if raw != nil {
+				raw.SetI32(b*K+j, i)
+			}
+		}
+		return nil
+	})
+}
+
+// mutantRow returns the K raw entries of row b under fault f.
+func (v *view) mutantRow(b int, f fault, s *scratch) []int32 {
+	K, L := v.p.K, v.length(b)
+	if f == faultLengthMinusOne {
+		L = max(L-1, 0)
+	}
+	s.idx = grow(s.idx, K)
+	pos := s.idx
+	for j := range pos {
+		pos[j] = -1
+	}
+	if L <= K {
+		for j := 0; j < L; j++ {
+			pos[j] = int32(j)
+			if f == faultShortRowOrder {
+				pos[j] = int32(L - 1 - j)
+			}
+		}
+		if f == faultNaNGarbage {
+			v.nanGarbage(b, pos)
+		}
+		return pos
+	}
+	n := L
+	if f == faultPastLength {
+		n = v.p.Stride
+	}
+	keys := v.keys(b, n, s.keys)
+	if f == faultFltMaxSentinel {
+		for len(keys)%tileWidth != 0 {
+			keys = append(keys, fltMaxNegKey)
+		}
+	}
+	s.keys = keys
+	switch f {
+	case faultCapacity4096:
+		selectCapped(keys, K, pos)
+	case faultCoarseOnly:
+		selectCoarse(keys, K, pos)
+	default:
+		kth, above := threshold(keys, K, s)
+		ties := K - above
+		tied := 0
+		for _, x := range keys {
+			if x == kth {
+				tied++
+			}
+		}
+		straddle := tied > ties
+		m := 0
+		for i, x := range keys {
+			if x > kth || x == kth && ties > 0 {
+				if x == kth {
+					ties--
+					if f == faultTieHole && straddle {
+						continue // the tied picks are lost
+					}
+					if f == faultDupOnPlateau && straddle && ties == 0 && m > 0 && keys[pos[m-1]] == kth {
+						pos[m] = pos[m-1]
+						m++
+						continue
+					}
+				}
+				pos[m] = int32(i)
+				m++
+			}
+		}
+	}
+	if f == faultFltMaxSentinel {
+		for j, i := range pos {
+			if int(i) >= L {
+				pos[j] = -1
+			}
+		}
+	}
+	if f == faultNaNGarbage {
+		v.nanGarbage(b, pos)
+	}
+	return pos
+}
+
+// nanGarbage replaces each pick holding a NaN by INT_MIN.
+func (v *view) nanGarbage(b int, pos []int32) {
+	for j, i := range pos {
+		if i >= 0 && v.bits(b, int(i))&0x7FFFFFFF > 0x7F800000 {
+			pos[j] = math.MinInt32
+		}
+	}
+}
+
+// coarseKey16 is the fp16 histogram key of a kernel's first pass: the
+// key32 order transform applied to the binary16 rounding of the value.
+func coarseKey16(key uint32) uint16 {
+	h := numeric.F16FromF32(math.Float32frombits(numeric.Key32Bits(key)))
+	if h&0x8000 != 0 {
+		return ^h
+	}
+	return h ^ 0x8000
+}
+
+// selectCapped is a two-stage radix select: a 256-bin histogram of the top
+// byte of the fp16 key finds the bin holding the K-th value; everything in
+// higher bins is taken; the bin's members go to a candidate buffer of
+// candidateCap entries (in position order, overflow dropped) and are
+// ranked exactly. Unfilled picks stay −1.
+func selectCapped(keys []uint32, k int, dst []int32) {
+	var hist [256]int
+	for _, x := range keys {
+		hist[coarseKey16(x)>>8]++
+	}
+	d, above := 255, 0
+	for ; above+hist[d] < k; d-- {
+		above += hist[d]
+	}
+	var cand []int32
+	m := 0
+	for i, x := range keys {
+		switch c := int(coarseKey16(x) >> 8); {
+		case c > d:
+			dst[m] = int32(i)
+			m++
+		case c == d && len(cand) < candidateCap:
+			cand = append(cand, int32(i))
+		}
+	}
+	slices.SortStableFunc(cand, func(a, b int32) int { return -cmpU32(keys[a], keys[b]) })
+	for _, i := range cand[:min(len(cand), k-m)] {
+		dst[m] = i
+		m++
+	}
+}
+
+// selectCoarse ranks by the fp16 key alone, ties broken by position.
+func selectCoarse(keys []uint32, k int, dst []int32) {
+	idx := make([]int32, len(keys))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		return -cmpU32(uint32(coarseKey16(keys[a])), uint32(coarseKey16(keys[b])))
+	})
+	copy(dst, idx[:k])
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
