@@ -15,6 +15,67 @@ enum { KD_ROPE_NEOX = 0, KD_ROPE_INTERLEAVED = 1 };
 enum { KD_STORE_FP8 = 0, KD_STORE_BF16 = 1 };
 enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
 
+/* Entry point: extern "C" kd_norm_rope_store(kd_normrope_params p).
+ *
+ * Launch geometry: one warp per token, KD_NORMROPE_TOKENS_PER_BLOCK tokens
+ * per block; block = (KD_NORMROPE_THREADS, 1, 1); grid = (ceil(num_tokens /
+ * KD_NORMROPE_TOKENS_PER_BLOCK), 1, 1); dynamic shared memory =
+ * KD_NORMROPE_DYNAMIC_SMEM (0). No shared memory and no __syncthreads: each
+ * warp works alone, with full-mask shuffles; a warp whose token is past
+ * num_tokens or has out_loc < 0 returns as a whole. Lane l holds dims
+ * [4l, 4l+4) of its token.
+ *
+ * Math, per token, all in f32 with every rounding point explicit (__fmul_rn,
+ * __fadd_rn, __fsub_rn, __fdiv_rn, __fsqrt_rn: IEEE round-to-nearest-even,
+ * never contracted into FMA), so the kernel is bit-reproducible and a host
+ * emulation of this order gives the same bits:
+ *  1. x: bf16 -> f32 (exact).
+ *  2. norm (sums: each lane adds its 4 terms in dim order, then a 5-step
+ *     butterfly over lanes, xor 16, 8, 4, 2, 1; every lane gets the same
+ *     total):
+ *     rms:   ms = sum(x^2) * (1/128); r = 1 / sqrt(ms + eps);
+ *            y = (x * r) * w
+ *     layer: mean = sum(x) * (1/128); d = x - mean;
+ *            var = sum(d^2) * (1/128); r = 1 / sqrt(var + eps);
+ *            y = ((d * r) * w) + b
+ *     r is 1/sqrt with both operations correctly rounded (not rsqrtf, whose
+ *     error is up to 2 ulp): |r - exact| <= about 1.5 ulp.
+ *  3. RoPE on dims [rope_offset, rope_offset + 64), (c, s) = (freqs[pos][2j],
+ *     freqs[pos][2j+1]); interleaved pairs (2j, 2j+1), neox pairs (j, j+32):
+ *     a' = (a*c) - (b*s), b' = (a*s) + (b*c).
+ *  4. Hadamard (when on): the 7-stage in-place butterfly in natural
+ *     (Sylvester) order, stage bit 0 first: (lo, hi) -> (lo + hi, lo - hi)
+ *     for each index pair differing in that bit; then z = h * c128 with
+ *     c128 = KD_HADAMARD_SCALE_F32 (128^-1/2 rounded to f32, 0x3DB504F3).
+ *  5. FP8 store: amax = max |z| (fmaxf, so NaN is ignored); scale =
+ *     max(amax, 1e-4f) / 448; ue8m0: scale's bits rounded up to the next
+ *     power of two (unchanged if already one); q = z / scale; code =
+ *     e4m3fn(q): round-to-nearest-even on the bits, |q| > 448 (incl. inf)
+ *     saturates to 0x7E | sign, NaN -> 0x7F, subnormals 2^-9 * m exact.
+ *     128 codes at page*132P + off*128, scale (f32 LE) at page*132P +
+ *     128P + off*4, page = out_loc >> log2_page, off = out_loc & (P-1).
+ *     BF16 store: bf16 round-to-nearest-even of z (NaN -> quiet NaN with
+ *     its sign) at page*256P + off*256.
+ *  Only the bytes of the token's own slot are written.
+ *
+ * Preconditions (checked by the launcher and the harness before launch):
+ * enums in range, rope_offset 0 or 64, bias non-NULL for LayerNorm, 0 <=
+ * log2_page <= 30, 0 <= positions[i] < max_pos, out_loc values distinct and
+ * < num_pages * P. A kernel that sees a bad enum, a position outside [0,
+ * max_pos) or an out_loc >= num_pages * P executes a trap (the launch fails;
+ * nothing is silently clamped). x, x_stride and cache need no particular
+ * alignment: aligned pointers take vector loads and stores, others bytes.
+ *
+ * Fault builds: see kernels/faults.txt; -DKD_FAULT_<NAME> compiles one. */
+#define KD_NORMROPE_TOKENS_PER_BLOCK 8
+#define KD_NORMROPE_THREADS          (32 * KD_NORMROPE_TOKENS_PER_BLOCK)
+#define KD_NORMROPE_DYNAMIC_SMEM     0
+#define KD_NORMROPE_DIM              128 /* head dim of the indexer keys */
+#define KD_NORMROPE_ROPE_DIM         64  /* rotated dims, from rope_offset */
+#define KD_FP8_PAGE_BYTES(P)         (132 * (P)) /* 128 codes + 4 scale bytes per slot */
+#define KD_BF16_PAGE_BYTES(P)        (256 * (P))
+#define KD_HADAMARD_SCALE_F32        0.0883883461356163f /* bits 0x3DB504F3 */
+
 /* Parameters, passed by value to kd_norm_rope_store. Device pointers. */
 typedef struct {
     const uint16_t *x;          /* bf16 bits [num_tokens, x_stride], x_stride >= 128 */
