@@ -13,6 +13,7 @@ package difftest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -156,74 +157,31 @@ func ReadSafetensors(path string) (map[string]*Tensor, map[string]string, error)
 		return &CaptureError{Path: path, Tensor: tensor, Rule: fmt.Sprintf(format, args...)}
 	}
 	if len(buf) < 8 {
-		return nil, nil, fail("header", "file is %d bytes, too short for the 8-byte header length", len(buf))
+		return nil, nil, fail("", "file is %d bytes, too short for the 8-byte header length", len(buf))
 	}
 	n := binary.LittleEndian.Uint64(buf)
 	if n > uint64(len(buf)-8) {
-		return nil, nil, fail("header", "header length %d runs past the end of the %d-byte file (truncated, or not safetensors)", n, len(buf))
+		return nil, nil, fail("", "header length %d runs past the end of the %d-byte file (truncated, or not safetensors)", n, len(buf))
 	}
-	header := buf[8 : 8+n]
-	// The header is decoded twice: once loosely here, so a malformed one is
-	// reported by tensor name, once by the library, which checks offsets.
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(header, &raw); err != nil {
-		return nil, nil, fail("header", "not a JSON object: %v", err)
+	if err := captureCheckHeader(buf[8:8+n], uint64(len(buf))-8-n); err != nil {
+		return nil, nil, &CaptureError{Path: path, Tensor: err.tensor, Rule: err.rule}
 	}
-	for name, v := range raw {
-		if name == "__metadata__" {
-			var m map[string]string
-			if err := json.Unmarshal(v, &m); err != nil {
-				return nil, nil, fail("__metadata__", "must map keys to strings: %v", err)
-			}
-			continue
-		}
-		var info struct {
-			DType string `json:"dtype"`
-		}
-		if err := json.Unmarshal(v, &info); err != nil {
-			return nil, nil, fail(strconv.Quote(name), "header entry is not {dtype, shape, data_offsets}: %v", err)
-		}
-		if DType(info.DType).Size() == 0 {
-			return nil, nil, fail(strconv.Quote(name), "dtype %q is not one of F32, F64, I32, I64, BF16, U8", info.DType)
-		}
-	}
-	var md st.Metadata
-	if err := json.Unmarshal(header, &md); err != nil {
-		return nil, nil, fail("header", "%v", err)
-	}
-	infos := md.Tensors()
-	dataLen := uint64(len(buf)) - 8 - n
-	var end uint64
-	for name, info := range infos {
-		if info.DataOffsets[1] < info.DataOffsets[0] {
-			return nil, nil, fail(strconv.Quote(name), "data_offsets %v run backwards", info.DataOffsets)
-		}
-		if info.DataOffsets[1] > dataLen {
-			return nil, nil, fail(strconv.Quote(name), "data_offsets %v run past the %d-byte data section (truncated file)", info.DataOffsets, dataLen)
-		}
-		end = max(end, info.DataOffsets[1])
-	}
-	if end != dataLen {
-		return nil, nil, fail("", "tensors cover %d bytes, the data section holds %d", end, dataLen)
-	}
-	if _, _, err := st.ReadMetadata(buf); err != nil {
+	// The library re-checks the layout and decodes the header; after the
+	// checks above it can only fail on something they missed.
+	_, md, err := st.ReadMetadata(buf)
+	if err != nil {
 		return nil, nil, fail("header", "%v", err)
 	}
 	data := buf[8+n:]
+	infos := md.Tensors()
 	tensors := make(map[string]*Tensor, len(infos))
 	for name, info := range infos {
 		shape := make([]int, len(info.Shape))
 		for i, d := range info.Shape {
-			if d > math.MaxInt32 {
-				return nil, nil, fail(strconv.Quote(name), "dimension %d is %d, above 2^31-1", i, d)
-			}
 			shape[i] = int(d)
 		}
 		t := &Tensor{Name: name, DType: DType(info.DType.String()), Shape: shape,
-			Data: slices.Clone(data[info.DataOffsets[0]:info.DataOffsets[1]])}
-		if t.Data == nil {
-			t.Data = []byte{}
-		}
+			Data: append([]byte{}, data[info.DataOffsets[0]:info.DataOffsets[1]]...)}
 		if len(t.Data) != t.Len()*t.DType.Size() {
 			return nil, nil, fail(strconv.Quote(name), "holds %d bytes, shape %v of %s needs %d", len(t.Data), t.Shape, t.DType, t.Len()*t.DType.Size())
 		}
@@ -234,6 +192,124 @@ func ReadSafetensors(path string) (map[string]*Tensor, map[string]string, error)
 		meta = map[string]string{}
 	}
 	return tensors, meta, nil
+}
+
+// captureHeaderError is one broken rule of a safetensors header.
+type captureHeaderError struct{ tensor, rule string }
+
+// captureCheckHeader checks a safetensors JSON header against the format,
+// naming the entry at fault: every entry an object {dtype, shape,
+// data_offsets} with a dtype kerneldiff uses, dimensions in [0, 2^31),
+// offsets that hold exactly the shape's bytes, and tensors that tile the
+// dataLen-byte data section with no gap or overlap; __metadata__ a map of
+// strings.
+func captureCheckHeader(header []byte, dataLen uint64) *captureHeaderError {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(header, &raw); err != nil {
+		return &captureHeaderError{"header", fmt.Sprintf("not a JSON object: %v", err)}
+	}
+	type span struct {
+		name       string
+		begin, end uint64
+	}
+	var spans []span
+	for name, v := range raw {
+		q := strconv.Quote(name)
+		if name == "__metadata__" {
+			var m map[string]any
+			if err := json.Unmarshal(v, &m); err != nil {
+				return &captureHeaderError{name, "must be a JSON object of strings"}
+			}
+			for k, val := range m {
+				if _, ok := val.(string); !ok {
+					return &captureHeaderError{captureMetaName(k), fmt.Sprintf("must be a string, got %s", captureJSONValue(val))}
+				}
+			}
+			continue
+		}
+		var info struct {
+			DType       *string   `json:"dtype"`
+			Shape       *[]uint64 `json:"shape"`
+			DataOffsets []uint64  `json:"data_offsets"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&info); err != nil || info.DType == nil || info.Shape == nil || len(info.DataOffsets) != 2 {
+			return &captureHeaderError{q, fmt.Sprintf("header entry must be {\"dtype\": string, \"shape\": [naturals], \"data_offsets\": [begin, end]}, got %.80s", v)}
+		}
+		dt := DType(*info.DType)
+		if dt.Size() == 0 {
+			return &captureHeaderError{q, fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, U8", *info.DType)}
+		}
+		// size saturates at 2^62, past any real file, so it cannot wrap.
+		const huge = uint64(1) << 62
+		size := uint64(dt.Size())
+		for i, d := range *info.Shape {
+			if d > math.MaxInt32 {
+				return &captureHeaderError{q, fmt.Sprintf("dimension %d is %d, above 2^31-1", i, d)}
+			}
+			if d != 0 && size > huge/d {
+				size = huge
+			} else {
+				size *= d
+			}
+		}
+		if slices.Contains(*info.Shape, 0) {
+			size = 0
+		}
+		b, e := info.DataOffsets[0], info.DataOffsets[1]
+		switch {
+		case e < b:
+			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run backwards", b, e)}
+		case e > dataLen:
+			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run past the %d-byte data section (truncated file)", b, e, dataLen)}
+		case size == huge:
+			return &captureHeaderError{q, fmt.Sprintf("shape %v of %s needs 2^62 bytes or more", *info.Shape, dt)}
+		case e-b != size:
+			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] hold %d bytes, shape %v of %s needs %d", b, e, e-b, *info.Shape, dt, size)}
+		}
+		spans = append(spans, span{name, b, e})
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.begin != b.begin {
+			return cmpUint64(a.begin, b.begin)
+		}
+		return cmpUint64(a.end, b.end)
+	})
+	var at uint64
+	prev := ""
+	for _, s := range spans {
+		switch {
+		case s.begin > at:
+			return &captureHeaderError{"header", fmt.Sprintf("data bytes [%d, %d) belong to no tensor", at, s.begin)}
+		case s.begin < at:
+			return &captureHeaderError{strconv.Quote(s.name), fmt.Sprintf("data_offsets [%d %d] overlap tensor %q", s.begin, s.end, prev)}
+		}
+		at, prev = s.end, s.name
+	}
+	if at != dataLen {
+		return &captureHeaderError{"", fmt.Sprintf("tensors cover %d bytes, the data section holds %d (trailing bytes)", at, dataLen)}
+	}
+	return nil
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// captureJSONValue renders a decoded JSON value for a message.
+func captureJSONValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // WriteCapture saves case c as a safetensors file at path, written to a
