@@ -1,0 +1,150 @@
+package topk
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// TestCheckRules: each rule of DESIGN.md §3 broken once, with the one-line
+// message it must produce. The case: K = 2, P = 2, identity-like tables.
+//
+//	row 0, L = 4: [3, 2, 2, 2]; table [10 20] → slots 20 21 40 41.
+//	  Reference picks raw {0, 1} → page {20, 21}.
+//	row 1, L = 1: [5]; table [30] → raw [0 −1], page [60 −1].
+//	row 2, L = 3: [1, −inf, −inf]; table [7 8] → raw {0, 1}, page {14, 15}.
+func TestCheckRules(t *testing.T) {
+	scores := [][]uint32{
+		{fb(3), fb(2), fb(2), fb(2)},
+		{fb(5)},
+		{fb(1), negInf, negInf},
+	}
+	lens := []int32{4, 1, 3}
+	table := [][]int32{{10, 20}, {30}, {7, 8}}
+	type edit struct {
+		row  int
+		page []int32
+		raw  []int32
+	}
+	tests := []struct {
+		name, reason string
+		edits        []edit
+		noRaw        bool
+		want         string // "" = valid
+	}{
+		{"reference", "the reference is valid", nil, false, ""},
+		{"tie-swap", "any tied pick is valid: {0, 3}", []edit{{0, []int32{41, 20}, []int32{3, 0}}}, false, ""},
+		{"neg-inf-picks", "−inf positions are valid picks", []edit{{2, []int32{16, 14}, []int32{2, 0}}}, false, ""},
+		{"rule3-example", "{2, 2} from [3, 2, 2, 2] with K = 2 must fail",
+			[]edit{{0, []int32{21, 40}, []int32{1, 2}}}, false,
+			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen"},
+		{"extra-below", "−inf chosen over 1.0", []edit{{2, []int32{15, 16}, []int32{1, 2}}}, false,
+			"row 2: position 0 (f32 0x3f800000 = 1) ranks above the K-th (f32 0xff800000 = -Inf) but is not chosen"},
+		{"hole", "−1 inside min(K, L)", []edit{{0, []int32{20, -1}, []int32{0, -1}}}, false,
+			"row 0: page_indices[0][1] = -1 inside the first min(K, L) = 2 entries (L = 4)"},
+		{"tail-not-minus-one", "the tail must be −1 when L < K", []edit{{1, []int32{60, 61}, []int32{0, 1}}}, false,
+			"row 1: page_indices[1][1] = 61 past the first min(K, L) = 1 entries must be -1 (L = 1)"},
+		{"duplicate", "raw indices distinct", []edit{{0, []int32{20, 20}, []int32{0, 0}}}, false,
+			"row 0: position 0 chosen twice (entries 0 and 1)"},
+		{"out-of-range", "raw in [0, L)", []edit{{2, []int32{14, 16}, []int32{0, 3}}}, false,
+			"row 2: raw_indices[2][1] = 3 outside [0, L = 3)"},
+		{"wrong-slot", "page_indices = slot(raw)", []edit{{0, []int32{20, 22}, []int32{0, 1}}}, false,
+			"row 0: page_indices[0][1] = 22, want slot(raw 1) = 21"},
+		{"no-raw-inverted", "without raw the table is inverted", []edit{{0, []int32{20, 41}, nil}}, true, ""},
+		{"no-raw-foreign-slot", "a slot of another row", []edit{{0, []int32{20, 60}, nil}}, true,
+			"row 0: page_indices[0][1] = 60 is not the slot of any position in [0, L = 4) of the row"},
+		{"no-raw-rule3", "rule 3 through the inverted table", []edit{{0, []int32{21, 40}, nil}}, true,
+			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := handCase(t, 2, 2, !tt.noRaw, scores, lens, table)
+			want := runRef(t, c)
+			got := runRef(t, c)
+			for _, e := range tt.edits {
+				setRow(got[0], e.row, 2, e.page)
+				if e.raw != nil {
+					setRow(got[1], e.row, 2, e.raw)
+				}
+			}
+			r := Check(c, got, want)
+			if r.Message != tt.want {
+				t.Errorf("%s:\n got %q\nwant %q", tt.reason, r.Message, tt.want)
+			}
+			if r.Failed() != (tt.want != "") || (r.Failed() && r.Class != difftest.Mismatch) {
+				t.Errorf("%s: class %q", tt.reason, r.Class)
+			}
+			if r.Metrics["valid"] != !r.Failed() {
+				t.Errorf("valid metric %v with class %q", r.Metrics["valid"], r.Class)
+			}
+		})
+	}
+}
+
+// TestCheckShortRowOrder: L ≤ K rows must list 0..L−1 in order.
+func TestCheckShortRowOrder(t *testing.T) {
+	c := handCase(t, 4, 1, true, [][]uint32{{fb(1), fb(2), fb(3)}}, []int32{3}, [][]int32{{5, 6, 7}})
+	want := runRef(t, c)
+	got := runRef(t, c)
+	setRow(got[0], 0, 4, []int32{7, 6, 5, -1})
+	setRow(got[1], 0, 4, []int32{2, 1, 0, -1})
+	r := Check(c, got, want)
+	const msg = "row 0: short row (L = 3 ≤ K = 4) must list positions 0..L-1 in order: entry 0 is position 2"
+	if r.Message != msg {
+		t.Errorf("got %q, want %q", r.Message, msg)
+	}
+}
+
+// TestCheckMetrics: recall, Jaccard, tie band, missing/extra and needle.
+func TestCheckMetrics(t *testing.T) {
+	// K = 2, one row [3, 2, 2, 2, 1]: K-th = 2, tie band 3. got {1, 4}
+	// misses 0 (above the K-th) and takes 4 (below it).
+	c := handCase(t, 2, 1, true, [][]uint32{{fb(3), fb(2), fb(2), fb(2), fb(1)}}, []int32{5}, [][]int32{{0, 1, 2, 3, 4}})
+	c.Params.(*Params).Needles = []int{0}
+	want := runRef(t, c) // {0, 1}
+	got := runRef(t, c)
+	setRow(got[0], 0, 2, []int32{1, 4})
+	setRow(got[1], 0, 2, []int32{1, 4})
+	r := Check(c, got, want)
+	m := r.Metrics
+	if m["recall"] != 0.5 || m["jaccard"] != 1.0/3 || m["tie_band"] != 3 || m["missing"] != 1 || m["extra"] != 1 || m["needle_found"] != false {
+		t.Errorf("metrics %v", m)
+	}
+	if len(r.Worst) != 2 || r.Worst[0].Index != "row 0 pos 0" || r.Worst[1].Index != "row 0 pos 4" ||
+		!strings.Contains(r.Worst[0].Want, "0x40400000") {
+		t.Errorf("worst %+v", r.Worst)
+	}
+	if r := Check(c, want, want); r.Metrics["recall"] != 1.0 || r.Metrics["needle_found"] != true {
+		t.Errorf("reference metrics %v", r.Metrics)
+	}
+}
+
+// TestEquivalent: runs agree as sets per row; −1 places must match.
+func TestEquivalent(t *testing.T) {
+	c := handCase(t, 2, 1, true, [][]uint32{{fb(3), fb(2), fb(1)}, {fb(1)}}, []int32{3, 1}, [][]int32{{0, 1, 2}, {5}})
+	k := Kernel{}
+	a := runRef(t, c)
+	b := runRef(t, c)
+	if err := k.Equivalent(c, a, b); err != nil {
+		t.Fatal(err)
+	}
+	setRow(b[0], 0, 2, []int32{1, 0}) // same set, other order
+	setRow(b[1], 0, 2, []int32{1, 0})
+	if err := k.Equivalent(c, a, b); err != nil {
+		t.Errorf("reordered: %v", err)
+	}
+	setRow(b[1], 0, 2, []int32{2, 0})
+	if err := k.Equivalent(c, a, b); err == nil || err.Error() != "row 0: raw_indices differ as sets between runs (sorted entry 1: 1 vs 2)" {
+		t.Errorf("different set: %v", err)
+	}
+	b = runRef(t, c)
+	setRow(b[0], 1, 2, []int32{5, 7})
+	if err := k.Equivalent(c, a, b); err == nil || err.Error() != "row 1: page_indices[1][1] is -1 in one run and 7 in the other" {
+		t.Errorf("tail: %v", err)
+	}
+	w := k.Written(c)
+	if len(w) != 2 || w[0][0] != (difftest.Range{Off: 0, Len: 16}) || w[1][0] != (difftest.Range{Off: 0, Len: 16}) {
+		t.Errorf("Written %v", w)
+	}
+}
