@@ -45,13 +45,17 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
+}
+
+type junitText struct {
+	Text string `xml:",cdata"`
 }
 
 // JUnitProperties lists the <properties> of one seed's <testsuite>: seed,
@@ -118,7 +122,7 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 				s.Failures++
 			}
 			if len(r.Warnings) > 0 {
-				jc.SystemOut = "warnings:\n  " + strings.Join(r.Warnings, "\n  ") + "\n"
+				jc.SystemOut = &junitText{"warnings:\n  " + strings.Join(r.Warnings, "\n  ") + "\n"}
 			}
 			s.Tests++
 			st += r.WallTime

@@ -116,13 +116,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 			}
 		}
 	}
-	if wall {
-		notes.mark("~ wall time of the whole case (generation, both runs, reference, checks): the implementation measured no kernel time")
-	}
-	if len(notes.list) > 0 {
+	if len(notes.list) > 0 || wall {
 		b.WriteString("\n")
 		for i, n := range notes.list {
 			fmt.Fprintf(&b, "%s %s\n", superscript(i+1), n)
+		}
+		if wall {
+			b.WriteString("~ wall time of the whole case (generation, both runs, reference, checks): the implementation measured no kernel time\n")
 		}
 	}
 	sum := rep.Summary

@@ -1,0 +1,197 @@
+package difftest
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/report")
+
+// sampleReport is a fixed report: two seeds, a pass with kernel time, a
+// pass without, two failures of different classes, a warning.
+func sampleReport() *Report {
+	opts := ReplayOptions{Suite: "default", Impl: "cuda", Fatbin: "build/kernels.fatbin"}
+	rec := func(i int, id string, seed uint64, class Class, msg, metric string, kt, wt time.Duration) *Record {
+		r := &Record{Type: "case", Index: i, Case: id, Kernel: strings.Split(id, "/")[0], Family: "gaussian",
+			Params: json.RawMessage(`{"batch":1}`), Seed: seed, GeneratorVersion: 1,
+			InputSHA256: strings.Repeat("ab", 32), Impl: "cuda", Verdict: VerdictPass, KeyMetric: metric,
+			KernelTime: kt, WallTime: wt}
+		if class != Pass {
+			r.Verdict, r.Class, r.Message = VerdictFail, class, msg
+			r.Replay = ReplayCommand(opts, id, seed)
+		}
+		return r
+	}
+	recs := []*Record{
+		rec(0, "topk_transform/gaussian-b1-l4096", 1, Pass, "", "recall=1", 41*time.Microsecond, 12*time.Millisecond),
+		rec(1, "topk_transform/ties-straddle-k", 1, Mismatch, "row 0: position 17 (key 0x3f800000) ranks above the K-th but is not chosen", "missing=1", 38*time.Microsecond, 9*time.Millisecond),
+		rec(2, "norm_rope_store/v4-n4096", 1, Pass, "", "max_ulp=1", 0, 1500*time.Millisecond),
+		rec(5, "norm_rope_store/v4-n4096", 2, Guard, "cache: byte 132 is outside what the contract writes but changed (0x00, want canary 0xa5)", "max_ulp=0", 0, 800*time.Millisecond),
+	}
+	recs[1].Worst = []Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17", Ratio: 0}}
+	recs[1].Metrics = map[string]any{"missing": 1, "extra": 1, "recall": 0.998}
+	recs[2].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
+	recs[3].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
+	recs[3].Capture = "failures/norm_rope_store__v4-n4096__seed2.safetensors"
+	sum := &Summary{Type: "summary", Elapsed: 2321 * time.Millisecond}
+	for _, r := range recs {
+		sum.Add(r)
+	}
+	return &Report{
+		Header: Header{Type: "header", Suite: "default", Seed: 1, Repeat: 2, Impl: "cuda", GeneratorVersion: 1,
+			GitCommit:  "0123456789ab",
+			Properties: map[string]string{PropDevice: "NVIDIA RTX PRO 6000 (sm_120)", PropDriver: "580.65.06", PropCUDA: "13.0", PropFatbin: "9f86d081884c7d65"}},
+		Records: recs,
+		Summary: sum,
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "report", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (review, then go test -update):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.golden", b.Bytes())
+}
+
+func TestJUnitGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "junit.golden.xml", b.Bytes())
+}
+
+func TestSummaryLine(t *testing.T) {
+	tests := []struct {
+		s    Summary
+		want string
+	}{
+		{Summary{Passed: 3}, "3 passed, 0 failed"},
+		{Summary{Passed: 1, Failed: 3, Classes: map[Class]int{Guard: 1, Mismatch: 2}, Elapsed: 1500 * time.Millisecond}, "1 passed, 3 failed (mismatch 2, guard 1) in 1.50s"},
+		{Summary{Failed: 1, Classes: map[Class]int{Timeout: 1}, Aborted: "--failfast after k/a"}, "0 passed, 1 failed (timeout 1); stopped early: --failfast after k/a"},
+	}
+	for _, tt := range tests {
+		if got := SummaryLine(tt.s); got != tt.want {
+			t.Errorf("SummaryLine = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestReplayCommand(t *testing.T) {
+	tests := []struct {
+		o    ReplayOptions
+		id   string
+		want string
+	}{
+		{ReplayOptions{Suite: "default", Impl: "cuda"}, "topk_transform/needle-l4500", `difftest run --suite default --seed 9 --impl cuda --run '^topk_transform/needle-l4500$'`},
+		{ReplayOptions{Suite: "my suite.toml", Impl: "exec:./k --fast", Fatbin: "build/k.fatbin", Device: 1}, "norm_rope_store/v4-bf16.n7", `difftest run --suite 'my suite.toml' --seed 9 --impl 'exec:./k --fast' --run '^norm_rope_store/v4-bf16\.n7$' --fatbin build/k.fatbin --device 1`},
+	}
+	for _, tt := range tests {
+		if got := ReplayCommand(tt.o, tt.id, 9); got != tt.want {
+			t.Errorf("ReplayCommand =\n%s\nwant\n%s", got, tt.want)
+		}
+	}
+	if got := ShellQuote("it's"); got != `'it'\''s'` {
+		t.Errorf("ShellQuote = %s", got)
+	}
+}
+
+func TestJSONLRoundTripAndMerge(t *testing.T) {
+	rep := sampleReport()
+	// Two shards of one run: records 0 and 2 in shard 0/2, 1 and 5 in 1/2.
+	var shard [2]bytes.Buffer
+	for i := range shard {
+		w := NewJSONLWriter(&shard[i])
+		h := rep.Header
+		h.Shard = Shard{i, 2}.String()
+		if err := w.Header(h); err != nil {
+			t.Fatal(err)
+		}
+		var s Summary
+		for _, r := range rep.Records {
+			if r.Index%2 == i {
+				if err := w.Record(r); err != nil {
+					t.Fatal(err)
+				}
+				s.Add(r)
+			}
+		}
+		s.Elapsed = time.Duration(i+1) * time.Second
+		if err := w.Summary(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reps []*Report
+	for i := range shard {
+		r, err := ReadJSONL("shard.jsonl", &shard[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, r)
+	}
+	m, err := Merge(reps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Records) != 4 || m.Records[1].Case != "topk_transform/ties-straddle-k" || m.Records[3].Index != 5 {
+		t.Fatalf("merged records out of order: %v", m.Records)
+	}
+	if m.Summary.Passed != 2 || m.Summary.Failed != 2 || m.Summary.Elapsed != 2*time.Second || m.Header.Shard != "" {
+		t.Errorf("merged summary %+v header %+v", m.Summary, m.Header)
+	}
+	if m.Records[1].Metrics["recall"] != 0.998 || m.Records[1].Worst[0].Index != "[0][511]" {
+		t.Errorf("record fields lost in the round trip: %+v", m.Records[1])
+	}
+	if _, err := Merge([]*Report{reps[0], reps[0]}); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Errorf("overlapping shards: %v", err)
+	}
+	other := *reps[1]
+	other.Header.Seed = 2
+	if _, err := Merge([]*Report{reps[0], &other}); err == nil || !strings.Contains(err.Error(), "report 2 ran suite default seed 2") {
+		t.Errorf("different runs: %v", err)
+	}
+}
+
+func TestReadJSONLTruncated(t *testing.T) {
+	var b bytes.Buffer
+	w := NewJSONLWriter(&b)
+	w.Header(Header{Suite: "quick"})
+	w.Record(&Record{Case: "k/a", Verdict: VerdictPass})
+	rep, err := ReadJSONL("run.jsonl", &b)
+	if err != nil || rep.Summary != nil || len(rep.Records) != 1 {
+		t.Fatalf("truncated report: %+v, %v", rep, err)
+	}
+	if _, err := ReadJSONL("x.jsonl", strings.NewReader("{\"type\":\"case\"}\n")); err == nil || err.Error() != `x.jsonl:1: first line is "case", want a header` {
+		t.Errorf("headless report: %v", err)
+	}
+	if _, err := ReadJSONL("x.jsonl", strings.NewReader("{\"type\":\"header\"}\n{oops\n")); err == nil || !strings.HasPrefix(err.Error(), "x.jsonl:2: ") {
+		t.Errorf("malformed line: %v", err)
+	}
+}

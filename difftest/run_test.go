@@ -1,0 +1,161 @@
+package difftest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func fakeSuite(t *testing.T) *Suite {
+	t.Helper()
+	cases, err := ParseSuite("fake.toml", []byte(goodSuite+`
+[[case]]
+kernel = "fake_scatter"
+family = "random"
+name = "random-5"
+[case.params]
+n = 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Suite{Name: "fake.toml", Cases: cases}
+}
+
+func TestRunStreamsRecords(t *testing.T) {
+	s := fakeSuite(t)
+	impl, err := NewImpl("mutant:fake-off-by-one", ImplOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	opts := ReplayOptions{Suite: s.Name, Impl: impl.Name()}
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), Config{
+		Suite: s.Name, Items: s.Items(Selection{Seed: 5}), Impl: impl, ImplName: impl.Name(),
+		SaveFailures: dir,
+		Replay:       func(r *Record) string { return ReplayCommand(opts, r.Case, r.Seed) },
+		OnRecord: func(r *Record) error {
+			got = append(got, r.Case+" "+string(r.Verdict)+" "+string(r.Class))
+			if r.Failed() && (r.Replay == "" || r.Capture == "") {
+				t.Errorf("failing record without replay command or capture: %+v", r)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"fake_scatter/ramp-8 fail mismatch", "fake_scatter/random-64 fail mismatch", "fake_scatter/random-5 fail mismatch"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if sum.Failed != 3 || sum.Classes[Mismatch] != 3 || ExitCode(sum, nil) != ExitFail {
+		t.Errorf("summary %+v", sum)
+	}
+
+	// The saved capture replays the same case, byte for byte.
+	path := filepath.Join(dir, "fake_scatter__random-64__seed5.safetensors")
+	c, extra, err := ReadCapture(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, orig, _ := GenerateCase(Item{Seed: 5, SuiteCase: s.Cases[1]})
+	if InputDigest(c) != InputDigest(orig) {
+		t.Error("the capture's inputs differ from the generated case")
+	}
+	if extra["got.y"] == nil || extra["want.y"] == nil || extra["cache"] == nil || extra["cache"].Data[0] != byte(PoisonA) {
+		t.Errorf("capture extras: %v", extra)
+	}
+}
+
+func TestRunFailFastAndSinkError(t *testing.T) {
+	s := fakeSuite(t)
+	impl, _ := NewImpl("mutant:fake-skip-last", ImplOptions{})
+	n := 0
+	sum, err := Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: impl, FailFast: true,
+		OnRecord: func(*Record) error { n++; return nil }})
+	if err != nil || n != 1 || sum.Failed != 1 || sum.Classes[Unwritten] != 1 || !strings.Contains(sum.Aborted, "--failfast") {
+		t.Errorf("failfast: n=%d sum=%+v err=%v", n, sum, err)
+	}
+	full := errors.New("disk full")
+	_, err = Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: ReferenceImpl{},
+		OnRecord: func(*Record) error { return full }})
+	if !errors.Is(err, full) || ExitCode(Summary{}, err) != ExitUntestable {
+		t.Errorf("sink error: %v", err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		sum  Summary
+		err  error
+		want int
+	}{
+		{"all passed", Summary{Passed: 4}, nil, 0},
+		{"one failed", Summary{Passed: 3, Failed: 1}, nil, 1},
+		{"nothing ran", Summary{}, nil, 125},
+		{"suite error", Summary{}, &SuiteError{File: "s.toml", Err: errors.New("x")}, 2},
+		{"invalid capture", Summary{}, &CaptureError{Path: "c", Rule: "dtype", Err: &InputError{Tensor: "x"}}, 2},
+		{"unknown impl", Summary{}, ErrUnknownImpl, 2},
+		{"no device", Summary{}, &RunError{Class: Unavailable, Msg: "no driver"}, 125},
+		{"device lost after a failure", Summary{Failed: 1}, &RunError{Class: Unavailable, Msg: "no driver"}, 1},
+		{"internal", Summary{Passed: 9}, &InternalError{Case: "k/a", Err: &InputError{Tensor: "x"}}, 125},
+		{"interrupted", Summary{Passed: 2}, context.Canceled, 125},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.sum, tt.err); got != tt.want {
+			t.Errorf("%s: ExitCode = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSelftestFake(t *testing.T) {
+	s := fakeSuite(t)
+	rows, ok, err := Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		var b bytes.Buffer
+		WriteSelftestTable(&b, rows, ok)
+		t.Fatalf("selftest failed:\n%s", b.String())
+	}
+	want := map[string]Class{"reference": Pass, "fake-off-by-one": Mismatch, "fake-skip-last": Unwritten, "fake-write-negative": Guard}
+	for _, r := range rows {
+		if r.Class != want[r.Mutant] {
+			t.Errorf("%s caught by %q, want %q", r.Mutant, r.Class, want[r.Mutant])
+		}
+		if r.Mutant != "reference" && (r.Cases != 1 || r.Case != "fake_scatter/ramp-8") {
+			t.Errorf("%s: %d cases, first failing %s; want it to stop at its first caught case", r.Mutant, r.Cases, r.Case)
+		}
+	}
+	// A suite without cases of the kernel leaves every mutant uncaught.
+	rows, ok, err = Selftest(context.Background(), SelftestConfig{Suite: &Suite{}, Seed: 1})
+	if err != nil || ok {
+		t.Errorf("empty suite: ok=%v err=%v", ok, err)
+	}
+	var b bytes.Buffer
+	WriteSelftestTable(&b, rows, ok)
+	if !strings.Contains(b.String(), "mutant fake-off-by-one (the last element is one too large) passed all 0 cases of fake_scatter") || !strings.Contains(b.String(), "selftest FAILED: 0 of 3 mutants caught, reference passes") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func TestNewImpl(t *testing.T) {
+	for _, name := range []string{"reference", "mutant:fake-skip-last", "exec:/bin/true"} {
+		impl, err := NewImpl(name, ImplOptions{})
+		if err != nil || impl.Name() != name {
+			t.Errorf("NewImpl(%q) = %v, %v", name, impl, err)
+		}
+	}
+	for _, name := range []string{"mutant:nope", "exec:", "gpu"} {
+		if _, err := NewImpl(name, ImplOptions{}); !errors.Is(err, ErrUnknownImpl) {
+			t.Errorf("NewImpl(%q): err = %v, want ErrUnknownImpl", name, err)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+// The selftest of DESIGN.md §8: the suite must catch every catalog
+// mutant, and the reference must pass every case.
+package difftest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// SelftestRow is one line of the selftest: a mutant (or the reference)
+// and what became of it.
+type SelftestRow struct {
+	Kernel  string        `json:"kernel"`
+	Mutant  string        `json:"mutant"` // catalog name, or "reference"
+	Fault   string        `json:"fault,omitempty"`
+	Caught  bool          `json:"caught"` // for the reference: it failed a case
+	Case    string        `json:"case,omitempty"`
+	Seed    uint64        `json:"seed,omitempty"`
+	Class   Class         `json:"class,omitempty"` // the check that caught it
+	Message string        `json:"message,omitempty"`
+	Cases   int           `json:"cases"` // cases run
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// OK reports whether the row is as it must be: a mutant caught, the
+// reference not.
+func (r SelftestRow) OK() bool { return r.Caught != (r.Mutant == "reference") }
+
+// SelftestConfig configures Selftest.
+type SelftestConfig struct {
+	Suite    *Suite
+	Seed     uint64
+	Timeout  time.Duration // per run
+	Parallel int           // rows run at once; < 1 means 1
+	// Progress, when set, is called as each row ends.
+	Progress func(done, total int)
+}
+
+// Selftest runs, for every registered kernel, the suite's cases of that
+// kernel against the reference (which must pass them all) and against
+// each of the kernel's mutants (each stops at its first failing case,
+// which caught it). A kernel with mutants but no case in the suite leaves
+// them uncaught. Rows come back in kernel order, reference first, then
+// the catalog order. ok is true only when every row is OK. The error is a
+// *SuiteError or *InternalError that stopped the selftest.
+func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok bool, err error) {
+	type job struct {
+		k    Kernel
+		impl Impl
+		row  SelftestRow
+	}
+	var jobs []job
+	for _, k := range Kernels() {
+		jobs = append(jobs, job{k, ReferenceImpl{}, SelftestRow{Kernel: k.Name(), Mutant: "reference"}})
+		for _, m := range k.Mutants() {
+			jobs = append(jobs, job{k, MutantImpl{Kernel: k.Name(), Mutant: m}, SelftestRow{Kernel: k.Name(), Mutant: m.Name, Fault: m.Fault}})
+		}
+	}
+	rows = make([]SelftestRow, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(cfg.Parallel, 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i], errs[i] = selftestRow(ctx, cfg, j.k, j.impl, j.row)
+			if cfg.Progress != nil {
+				mu.Lock()
+				done++
+				cfg.Progress(done, len(jobs))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return rows, false, e
+		}
+	}
+	ok = len(rows) > 0
+	for _, r := range rows {
+		ok = ok && r.OK()
+	}
+	return rows, ok, nil
+}
+
+func selftestRow(ctx context.Context, cfg SelftestConfig, k Kernel, impl Impl, row SelftestRow) (SelftestRow, error) {
+	start := time.Now()
+	cr := &CaseRun{Impl: impl, Timeout: cfg.Timeout}
+	for i, sc := range cfg.Suite.Cases {
+		if sc.Spec.Kernel != k.Name() {
+			continue
+		}
+		_, c, err := GenerateCase(Item{Index: i, Seed: cfg.Seed, SuiteCase: sc})
+		if err != nil {
+			return row, err
+		}
+		rec := NewRecord(c, impl.Name())
+		if _, err := cr.RunCase(ctx, k, c, rec); err != nil {
+			return row, err
+		}
+		row.Cases++
+		if rec.Failed() {
+			row.Caught, row.Case, row.Seed, row.Class, row.Message = true, rec.Case, rec.Seed, rec.Class, rec.Message
+			break
+		}
+	}
+	row.Elapsed = time.Since(start)
+	return row, nil
+}
+
+// WriteSelftestTable prints the rows as an aligned table
+//
+//	KERNEL          MUTANT              CAUGHT  CASE                      CHECK
+//	topk_transform  reference           passed  (41 cases)                -
+//	topk_transform  topk-tie-hole       yes     topk_transform/ties-k     mismatch
+//
+// followed by one line per row that is not OK, and a verdict line.
+func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
+	table := [][]string{{"KERNEL", "MUTANT", "CAUGHT", "CASE", "CHECK", "TIME"}}
+	var bad []string
+	caught, mutants := 0, 0
+	for _, r := range rows {
+		status, where, check := "no", fmt.Sprintf("(%d cases)", r.Cases), "-"
+		if r.Mutant == "reference" {
+			status = "passed"
+			if r.Caught {
+				status = "FAILED"
+			}
+		} else {
+			mutants++
+			if r.Caught {
+				status = "yes"
+				caught++
+			} else {
+				status = "NO"
+			}
+		}
+		if r.Caught {
+			where, check = r.Case, string(r.Class)
+		}
+		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, fmtDuration(r.Elapsed)})
+		if !r.OK() {
+			if r.Mutant == "reference" {
+				bad = append(bad, fmt.Sprintf("the %s reference fails %s (seed %d): %s: %s", r.Kernel, r.Case, r.Seed, r.Class, flatten(r.Message)))
+			} else {
+				bad = append(bad, fmt.Sprintf("mutant %s (%s) passed all %d cases of %s", r.Mutant, r.Fault, r.Cases, r.Kernel))
+			}
+		}
+	}
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for j, c := range row {
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, row := range table {
+		var line strings.Builder
+		for j, c := range row {
+			line.WriteString(c)
+			if j < len(row)-1 {
+				line.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	if len(bad) > 0 {
+		b.WriteString("\n")
+		for _, l := range bad {
+			b.WriteString(l + "\n")
+		}
+	}
+	verdict := "selftest passed"
+	if !ok {
+		verdict = "selftest FAILED"
+	}
+	fmt.Fprintf(&b, "\n%s: %d of %d mutants caught, reference %s\n", verdict, caught, mutants, refWord(rows))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func refWord(rows []SelftestRow) string {
+	for _, r := range rows {
+		if r.Mutant == "reference" && r.Caught {
+			return "fails"
+		}
+	}
+	return "passes"
+}
