@@ -52,14 +52,19 @@ func TestRunCaseClasses(t *testing.T) {
 		{"correct", correct(nil), Pass, "", "the reference itself must pass"},
 		{"wrong-value", correct(func(c *Case, o []*Buffer) { o[0].SetI32(2, 99) }), Mismatch, "y[2]: got 99, want 3", "comparison with the reference"},
 		{"panics", func(context.Context, *Case, []*Buffer) (RunInfo, error) { panic("index out of range [7]") }, Crash, "panic: index out of range [7]", "a panicking implementation is a case failure, not a harness crash"},
-		{"plain-error", func(context.Context, *Case, []*Buffer) (RunInfo, error) { return RunInfo{}, errors.New("cuLaunchKernel: too many resources") }, Crash, "too many resources", "an unclassified error"},
+		{"plain-error", func(context.Context, *Case, []*Buffer) (RunInfo, error) {
+			return RunInfo{}, errors.New("cuLaunchKernel: too many resources")
+		}, Crash, "too many resources", "an unclassified error"},
 		{"launch-error", func(context.Context, *Case, []*Buffer) (RunInfo, error) {
 			return RunInfo{}, &RunError{Class: LaunchError, Msg: "CUDA_ERROR_INVALID_VALUE"}
 		}, LaunchError, "CUDA_ERROR_INVALID_VALUE", "a *RunError keeps its class"},
 		{"illegal-address", func(context.Context, *Case, []*Buffer) (RunInfo, error) {
 			return RunInfo{}, &RunError{Class: IllegalAddress, Msg: "CUDA_ERROR_ILLEGAL_ADDRESS"}
 		}, IllegalAddress, "ILLEGAL_ADDRESS", "a GPU fault keeps its class"},
-		{"hangs", func(context.Context, *Case, []*Buffer) (RunInfo, error) { time.Sleep(2 * time.Second); return RunInfo{}, nil }, Timeout, "time-out", "an implementation that ignores ctx is abandoned at the deadline"},
+		{"hangs", func(context.Context, *Case, []*Buffer) (RunInfo, error) {
+			time.Sleep(2 * time.Second)
+			return RunInfo{}, nil
+		}, Timeout, "time-out", "an implementation that ignores ctx is abandoned at the deadline"},
 		{"writes-input", correct(func(c *Case, o []*Buffer) { c.Input("x").SetI32(0, 7) }), InputModified, "input x changed", "implementations must not write their inputs"},
 		{"guard-after", correct(func(c *Case, o []*Buffer) { o[0].Full[o[0].Guard+len(o[0].Data)] = 0 }), Guard, "y: guard byte 0 after the end", "one element past the end"},
 		{"guard-before", correct(func(c *Case, o []*Buffer) { o[1].Full[o[1].Guard-1] = 0 }), Guard, "cache: guard byte 1 before the start", "one byte before the start"},
