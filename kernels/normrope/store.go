@@ -1,0 +1,76 @@
+// The block-planar paged cache layout of DESIGN.md §4 step 4 and the
+// encodings of one token: FP8 e4m3fn codes with a per-token f32 scale
+// (plain, or ue8m0 = rounded up to a power of two, as DeepSeek's
+// act_quant with scale_fmt "ue8m0"), or BF16.
+
+package normrope
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// ScaleFloor is the amax floor of the FP8 scale, the f32 constant 1e-4f
+// as kernels spell it (9.99999974738e-05): scale = max(amax, 1e-4)/448.
+var ScaleFloor = float64(float32(1e-4))
+
+// slotBytes locates slot's bytes in the cache. page = slot >> log2 P,
+// off = slot & (P−1):
+//
+//	FP8:  codes at page·132P + off·128 (128 bytes),
+//	      scale at page·132P + 128P + off·4 (4 bytes, f32 little-endian)
+//	BF16: values at page·256P + off·256 (256 bytes, little-endian)
+//
+// For BF16, scaleAt is −1. Offsets are in int (64-bit on the hosts Go
+// supports for this project).
+func slotBytes(p Params, slot int) (codesAt, scaleAt int) {
+	page, off := slot>>p.Log2P(), slot&(p.PageSize-1)
+	if p.Store == StoreBF16 {
+		return page*p.PageBytes() + off*2*Dim, -1
+	}
+	base := page * p.PageBytes()
+	return base + off*Dim, base + Dim*p.PageSize + off*4
+}
+
+// fp8Scale returns the exact FP8 scale of a token whose largest magnitude
+// is amax: max(amax, 1e-4)/448, and for ue8m0 the next power of two up,
+// 2^ceil(log2 s). NaN amax gives NaN.
+func fp8Scale(scaleFmt string, amax float64) float64 {
+	s := math.Max(amax, ScaleFloor) / numeric.E4M3Max
+	if math.IsNaN(amax) {
+		return math.NaN()
+	}
+	if scaleFmt == ScaleUE8M0 {
+		s, _ = numeric.UE8M0Ceil(s)
+	}
+	return s
+}
+
+// storeFP8 writes token z to slot: scale = fp8Scale(max|z|), stored as f32
+// (the one rounding of a plain scale; a ue8m0 scale is exact), and codes
+// e4m3fn(z_k / scale) with the exact f64 scale, one round-to-nearest-even
+// each (the f64 quotient is within 2^-53 of exact), saturating to ±448.
+func storeFP8(p Params, cache []byte, slot int, z *[Dim]float64) {
+	amax := 0.0
+	for _, v := range z {
+		if a := math.Abs(v); a > amax || math.IsNaN(a) {
+			amax = a
+		}
+	}
+	s := fp8Scale(p.ScaleFmt, amax)
+	codesAt, scaleAt := slotBytes(p, slot)
+	for k, v := range z {
+		cache[codesAt+k] = numeric.E4M3FromF64(v / s)
+	}
+	binary.LittleEndian.PutUint32(cache[scaleAt:], math.Float32bits(float32(s)))
+}
+
+// storeBF16 writes bf16_rne(z_k) to slot, little-endian.
+func storeBF16(p Params, cache []byte, slot int, z *[Dim]float64) {
+	at, _ := slotBytes(p, slot)
+	for k, v := range z {
+		binary.LittleEndian.PutUint16(cache[at+2*k:], numeric.BF16FromF64(v))
+	}
+}
