@@ -62,8 +62,8 @@ var (
 // cos2pi returns cos(2π·b/2^32) for a 32-bit angle b (b/2^32 turns). The
 // nearest quarter turn q is taken off in integers, leaving f = b − q·2^30
 // in [−2^29, 2^29) and x = f·2π/2^32 with |x| ≤ π/4 (one rounding); then
-// cos(x + q·π/2) is ±cos x or ±sin x, exactly. Within 2e-16 absolute of
-// math.Cos (TestCos2piAccuracy).
+// cos(x + q·π/2) is ±cos x or ±sin x, exactly. Within 2.5e-16 absolute
+// of the true value (TestCos2piAccuracy), exact at the quarter turns.
 func cos2pi(b uint32) float64 {
 	q := (b + 1<<29) >> 30 // nearest quarter turn, 0..4 (4 wraps to 0)
 	f := int32(b - q<<30)

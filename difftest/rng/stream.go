@@ -13,7 +13,9 @@ package rng
 // and its four words are consumed word 0 first. A stream created at block
 // b reads blocks b, b+1, b+2, ...; kernels start row r of a tensor at block
 // uint64(r)<<32, which leaves each row 2^32 blocks (2^34 words) before it
-// would run into the next. The zero Stream is not valid; use NewStream.
+// would run into the next. The block counter wraps modulo 2^64. The zero
+// Stream is not valid; use NewStream. A Stream is not safe for concurrent
+// use; give each goroutine its own (per row).
 type Stream struct {
 	key    [2]uint32
 	tensor uint32
