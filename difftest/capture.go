@@ -49,10 +49,12 @@ type CaptureError struct {
 }
 
 func (e *CaptureError) Error() string {
+	return captureOneLine("capture " + e.Path + ": " + e.detail())
+}
+
+// detail is the message without the file name.
+func (e *CaptureError) detail() string {
 	var b strings.Builder
-	b.WriteString("capture ")
-	b.WriteString(e.Path)
-	b.WriteString(": ")
 	if e.Tensor != "" {
 		b.WriteString(e.Tensor)
 		b.WriteString(": ")
@@ -64,7 +66,7 @@ func (e *CaptureError) Error() string {
 		}
 		b.WriteString(e.Err.Error())
 	}
-	return captureOneLine(b.String())
+	return b.String()
 }
 
 // Unwrap returns ErrCapture and, when set, the underlying error.

@@ -293,7 +293,12 @@ func execReadOutput(path string, c *Case, outs []*Buffer) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return &RunError{Class: BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + err.Error()}
+		msg := err.Error()
+		var ce *CaptureError
+		if errors.As(err, &ce) {
+			msg = captureOneLine(ce.detail()) // the temporary path is gone by now
+		}
+		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + msg}
 	}
 	var missing []string
 	for _, o := range c.Outputs {

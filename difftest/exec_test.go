@@ -1,0 +1,349 @@
+// End-to-end tests of the exec protocol (DESIGN.md §7): the program in
+// testdata/execimpl is built and driven through NewExecImpl in every
+// variant, each of which must produce its own failure class.
+package difftest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// execBuild builds testdata/execimpl with the given build tags into a
+// folder whose name holds a space, so commands must quote the path.
+func execBuild(t *testing.T, tags string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "exec impl", "execimpl")
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "./testdata/execimpl")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./testdata/execimpl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// execBuffers allocates the outputs of c: y poisoned with 0xEE, cache
+// holding the canary.
+func execBuffers(c *difftest.Case) []*difftest.Buffer {
+	bufs := make([]*difftest.Buffer, len(c.Outputs))
+	for i, o := range c.Outputs {
+		const guard = 16
+		full := bytes.Repeat([]byte{0xEE}, o.Bytes()+2*guard)
+		data := full[guard : guard+o.Bytes() : guard+o.Bytes()]
+		if o.InOut {
+			copy(data, captureCanary(o.Bytes()).Data)
+		}
+		bufs[i] = &difftest.Buffer{Tensor: &difftest.Tensor{Name: o.Name, DType: o.DType, Shape: o.Shape, Data: data}, Full: full, Guard: guard}
+	}
+	return bufs
+}
+
+func execTensors(bufs []*difftest.Buffer) []*difftest.Tensor {
+	ts := make([]*difftest.Tensor, len(bufs))
+	for i, b := range bufs {
+		ts[i] = b.Tensor
+	}
+	return ts
+}
+
+// execQuote single-quotes a word for SplitCommand.
+func execQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func TestExecImplVariants(t *testing.T) {
+	bin := execBuild(t, "")
+	k := copyKernel{}
+	for _, tc := range []struct {
+		mode  string
+		class difftest.Class // of Run's error; Pass: Run succeeds
+		check difftest.Class // of Kernel.Check when Run succeeds
+		msg   []string       // substrings of the message
+	}{
+		{"correct", difftest.Pass, difftest.Pass, nil},
+		{"extra", difftest.Pass, difftest.Pass, nil},
+		{"faulty", difftest.Pass, difftest.Mismatch, []string{"y[0]: got -2, want -3"}},
+		{"exit3", difftest.Crash, "", []string{"exit status 3 after", "; stderr: execimpl: deliberate failure, exit 3"}},
+		{"panic", difftest.Crash, "", []string{"exit status 2", "panic: execimpl: deliberate panic", "goroutine 1"}},
+		{"kill", difftest.Crash, "", []string{"killed by signal 9 (killed)", "stderr empty"}},
+		{"noisy", difftest.Crash, "", []string{"exit status 1", "; stderr: …", "noise line 199 xxx", "| execimpl: LAST LINE"}},
+		{"wrong-dtype", difftest.BadOutput, "", []string{"out.safetensors: y is I32[2 3], the contract says F32[2 3]"}},
+		{"wrong-shape", difftest.BadOutput, "", []string{"out.safetensors: y is F32[6], the contract says F32[2 3]"}},
+		{"missing", difftest.MissingOutput, "", []string{"out.safetensors has no y (holds: cache)"}},
+		{"garbage", difftest.BadOutput, "", []string{"unreadable out.safetensors", "header length", "runs past the end"}},
+		{"truncated", difftest.BadOutput, "", []string{"unreadable out.safetensors", "truncated file"}},
+		{"nofile", difftest.BadOutput, "", []string{"exited 0 but wrote no out.safetensors"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			c := captureCase(t, 2, 3)
+			digest := c.Input("x").Digest()
+			impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+			defer impl.Close()
+			if want := "exec:" + execQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
+				t.Errorf("Name() = %q, want %q", impl.Name(), want)
+			}
+			bufs := execBuffers(c)
+			before := [][]byte{bytes.Clone(bufs[0].Full), bytes.Clone(bufs[1].Full)}
+			_, err := impl.Run(context.Background(), k, c, bufs)
+			if c.Input("x").Digest() != digest {
+				t.Errorf("Run changed the input x")
+			}
+			if tc.class == difftest.Pass {
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, 2, 3), captureCanary(6)}
+				if err := k.Reference(c, want); err != nil {
+					t.Fatal(err)
+				}
+				res := k.Check(c, execTensors(bufs), want)
+				if res.Class != tc.check {
+					t.Fatalf("Check: class %q (%s), want %q", res.Class, res.Message, tc.check)
+				}
+				execContains(t, res.Message, tc.msg)
+				if tc.check == difftest.Pass {
+					// The canary half of cache came back untouched: the
+					// program received it and echoed it.
+					if !bytes.Equal(bufs[1].Data[3:], captureCanary(6).Data[3:]) || !bytes.Equal(bufs[1].Data[:3], []byte{11, 12, 13}) {
+						t.Errorf("cache = % x, want 0b 0c 0d then the canary % x", bufs[1].Data, captureCanary(6).Data[3:])
+					}
+				}
+				for i, b := range bufs {
+					if !bytes.Equal(b.Full[:b.Guard], before[i][:b.Guard]) || !bytes.Equal(b.Full[len(b.Full)-b.Guard:], before[i][len(b.Full)-b.Guard:]) {
+						t.Errorf("%s: guard bands changed", b.Name)
+					}
+				}
+				return
+			}
+			var rerr *difftest.RunError
+			if !errors.As(err, &rerr) {
+				t.Fatalf("Run returned %v (%T), want a *RunError of class %q", err, err, tc.class)
+			}
+			t.Log(rerr)
+			if rerr.Class != tc.class {
+				t.Errorf("class %q (%s), want %q", rerr.Class, rerr.Msg, tc.class)
+			}
+			if strings.Contains(rerr.Msg, "\n") {
+				t.Errorf("message spans lines: %q", rerr.Msg)
+			}
+			if len(rerr.Msg) > difftest.ExecStderrTail+200 {
+				t.Errorf("message is %d bytes, want the stderr tail bounded", len(rerr.Msg))
+			}
+			execContains(t, rerr.Msg, tc.msg)
+			for i, b := range bufs {
+				if !bytes.Equal(b.Full, before[i]) {
+					t.Errorf("%s: a failed run changed the buffer", b.Name)
+				}
+			}
+		})
+	}
+}
+
+func execContains(t *testing.T, msg string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
+	}
+}
+
+// execPids waits for the hang variant's pid file: its pid, its child's
+// pid, and the in.safetensors path.
+func execPids(t *testing.T, pidfile string) (pid, child int, in string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(pidfile)
+		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); err == nil && len(lines) == 3 {
+			pid, err1 := strconv.Atoi(lines[0])
+			child, err2 := strconv.Atoi(lines[1])
+			if err1 == nil && err2 == nil {
+				return pid, child, lines[2]
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no pid file %s", pidfile)
+	return 0, 0, ""
+}
+
+// execGone waits up to 5 s for the process to be gone: no such pid, or a
+// zombie nobody has reaped yet (an orphan in a container whose init does
+// not reap).
+func execGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return
+		}
+	}
+	t.Errorf("%s (pid %d) still running", what, pid)
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func TestExecImplTimeout(t *testing.T) {
+	bin := execBuild(t, "")
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
+	defer impl.Close()
+	c := captureCase(t, 2, 3)
+	start := time.Now()
+	_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	elapsed := time.Since(start)
+	var rerr *difftest.RunError
+	if !errors.As(err, &rerr) || rerr.Class != difftest.Timeout {
+		t.Fatalf("Run returned %v, want class timeout", err)
+	}
+	execContains(t, rerr.Msg, []string{"no exit after 1.5s; process group killed"})
+	if elapsed < 1500*time.Millisecond || elapsed > 8*time.Second {
+		t.Errorf("Run took %v, want about the 1.5 s time-out", elapsed)
+	}
+	pid, child, in := execPids(t, pidfile)
+	execGone(t, pid, "the program")
+	execGone(t, child, "the program's child")
+	if _, err := os.Stat(filepath.Dir(in)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary folder %s not removed: %v", filepath.Dir(in), err)
+	}
+}
+
+func TestExecImplCloseKillsRunning(t *testing.T) {
+	bin := execBuild(t, "")
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
+	c := captureCase(t, 1, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+		done <- err
+	}()
+	pid, child, _ := execPids(t, pidfile)
+	if err := impl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "exec implementation closed") {
+			t.Errorf("Run returned %v, want the closed error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+	execGone(t, pid, "the program")
+	execGone(t, child, "the program's child")
+	_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	var rerr *difftest.RunError
+	if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError {
+		t.Errorf("Run after Close: %v, want a launch-error", err)
+	}
+}
+
+func TestExecImplContextCancel(t *testing.T) {
+	bin := execBuild(t, "")
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
+	defer impl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := captureCase(t, 1, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := impl.Run(ctx, copyKernel{}, c, execBuffers(c))
+		done <- err
+	}()
+	pid, child, _ := execPids(t, pidfile)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	execGone(t, pid, "the program")
+	execGone(t, child, "the program's child")
+}
+
+func TestExecImplLaunchErrors(t *testing.T) {
+	c := captureCase(t, 1, 1)
+	for _, tc := range []struct{ cmd, msg string }{
+		{"/nonexistent/kerneldiff-impl --flag", "cannot start /nonexistent/kerneldiff-impl"},
+		{"kerneldiff-no-such-program-on-path", "executable file not found"},
+		{"'unterminated", "unterminated ' quote"},
+		{"   ", "no program named"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			impl := difftest.NewExecImpl(tc.cmd, time.Second)
+			defer impl.Close()
+			_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+			var rerr *difftest.RunError
+			if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError || !strings.Contains(rerr.Msg, tc.msg) {
+				t.Errorf("got %v, want a launch-error mentioning %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      string
+	}{
+		{"words split on blanks", "prog  -a\tb\nc", []string{"prog", "-a", "b", "c"}, ""},
+		{"leading and trailing blanks", "  prog x  ", []string{"prog", "x"}, ""},
+		{"single quotes keep everything", `'/opt/my impl/run' '$HOME \n "x"'`, []string{"/opt/my impl/run", `$HOME \n "x"`}, ""},
+		{"double quotes: escapes of \" \\ $ `", `"a \"b\" \\ \$ \` + "`" + ` \n"`, []string{"a \"b\" \\ $ ` \\n"}, ""},
+		{"backslash outside quotes", `my\ prog a\'b`, []string{"my prog", "a'b"}, ""},
+		{"quotes join adjacent text", `--model='a b'"c"d`, []string{"--model=a bcd"}, ""},
+		{"empty quoted words", `prog '' ""`, []string{"prog", "", ""}, ""},
+		{"python with a script", "python3 -u ref.py --k 2048", []string{"python3", "-u", "ref.py", "--k", "2048"}, ""},
+		{"unterminated single quote", "prog 'a", nil, "unterminated ' quote at byte 5"},
+		{"unterminated double quote", `prog "a\"`, nil, `unterminated " quote at byte 5`},
+		{"trailing backslash", `prog a\`, nil, "trailing backslash"},
+		{"empty", "", nil, "no program named"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := difftest.SplitCommand(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("SplitCommand(%q) = %q, %v; want error %q", tc.in, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !slicesEqual(got, tc.want) {
+				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
