@@ -40,7 +40,20 @@ type Config struct {
 // and validates them. An error is a *SuiteError: the suite asked for
 // something its kernel rejects (an unknown parameter, or parameters whose
 // inputs break the contract).
+//
+// An item that carries its Case (replay) is validated, not drawn; its
+// validation error is returned as it is (an *InputError, exit 2).
 func GenerateCase(it Item) (Kernel, *Case, error) {
+	if it.Case != nil {
+		k, ok := LookupKernel(it.Case.Kernel)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: case %s: unknown kernel %q", ErrInvalidInput, it.Case.ID, it.Case.Kernel)
+		}
+		if err := k.Validate(it.Case); err != nil {
+			return nil, nil, err
+		}
+		return k, it.Case, nil
+	}
 	spec := it.Spec
 	k, ok := LookupKernel(spec.Kernel)
 	if !ok {

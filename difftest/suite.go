@@ -183,6 +183,9 @@ type Item struct {
 	Index int // position in the expanded suite: (seed−first seed)·len(cases) + case position
 	Seed  uint64
 	SuiteCase
+	// Case, when set, is run as it is instead of being drawn from
+	// (Seed, Spec): a case read back from a capture file (replay).
+	Case *Case
 }
 
 // Selection picks the items of a run.

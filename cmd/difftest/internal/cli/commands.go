@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/fixtures"
+)
+
+// listCmd prints suites, cases, implementations or mutants.
+func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("list", stderr)
+	suiteName := fs.String("suite", "default", "suite whose cases `list cases` prints")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	what := "suites"
+	if len(pos) == 1 {
+		what = pos[0]
+	} else if len(pos) > 1 {
+		return usageErr(stderr, "list takes one of suites, cases, impls, mutants")
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	defer tw.Flush()
+	switch what {
+	case "suites":
+		fmt.Fprintln(tw, "SUITE\tCASES\tKERNELS")
+		for _, name := range difftest.SuiteNames(fixtures.Suites()) {
+			s, err := difftest.LoadSuiteFS(fixtures.Suites(), name)
+			if err != nil {
+				tw.Flush()
+				return fail(stderr, err, difftest.Summary{})
+			}
+			per := map[string]int{}
+			var order []string
+			for _, c := range s.Cases {
+				if per[c.Spec.Kernel] == 0 {
+					order = append(order, c.Spec.Kernel)
+				}
+				per[c.Spec.Kernel]++
+			}
+			var parts []string
+			for _, k := range order {
+				parts = append(parts, fmt.Sprintf("%s %d", k, per[k]))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", name, len(s.Cases), strings.Join(parts, ", "))
+		}
+	case "cases":
+		s, err := loadSuite(*suiteName)
+		if err != nil {
+			tw.Flush()
+			return fail(stderr, err, difftest.Summary{})
+		}
+		fmt.Fprintln(tw, "CASE\tFAMILY\tFILE")
+		for _, c := range s.Cases {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Spec.ID(), c.Spec.Family, c.File)
+		}
+	case "impls":
+		for _, n := range difftest.ImplNames() {
+			if !strings.HasPrefix(n, "mutant:") {
+				fmt.Fprintln(tw, n)
+			}
+		}
+		fmt.Fprintln(tw, "mutant:NAME (see difftest list mutants)")
+	case "mutants":
+		fmt.Fprintln(tw, "KERNEL\tMUTANT\tFAULT")
+		for _, k := range difftest.Kernels() {
+			for _, m := range k.Mutants() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name(), m.Name, m.Fault)
+			}
+		}
+	default:
+		return usageErr(stderr, "list %s: want suites, cases, impls or mutants", what)
+	}
+	return difftest.ExitPass
+}
+
+// replayCmd re-runs one case saved as a capture file.
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("replay", stderr)
+	var f implFlags
+	f.register(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		return usageErr(stderr, "replay takes one capture file, got %d arguments", len(pos))
+	}
+	file := pos[0]
+	c, _, err := difftest.ReadCapture(file)
+	if err != nil {
+		return fail(stderr, err, difftest.Summary{})
+	}
+	impl, code := f.openImpl(stderr)
+	if impl == nil {
+		return code
+	}
+	defer impl.Close()
+	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
+	return execute(ctx, &f, impl, execution{
+		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1,
+		replay: func(*difftest.Record) string {
+			return "difftest replay --impl " + difftest.ShellQuote(f.impl) + " " + difftest.ShellQuote(file)
+		},
+	}, stdout, stderr)
+}
+
+// selftestCmd runs the suite against every mutant and the reference.
+func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("selftest", stderr)
+	suiteName := fs.String("suite", "default", "suite: an embedded suite name or a TOML `FILE`")
+	seed := fs.Uint64("seed", 1, "suite seed")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run of a mutant on one case")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "mutants run at once")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) > 0 {
+		return usageErr(stderr, "selftest takes no arguments, got %q", pos)
+	}
+	suite, err := loadSuite(*suiteName)
+	if err != nil {
+		return fail(stderr, err, difftest.Summary{})
+	}
+	prog := newProgress(stderr)
+	start := time.Now()
+	rows, ok, err := difftest.Selftest(ctx, difftest.SelftestConfig{
+		Suite: suite, Seed: *seed, Timeout: *timeout, Parallel: *parallel,
+		Progress: func(done, total int) { prog.update(done, total, 0, time.Since(start)) },
+	})
+	prog.done()
+	if err != nil {
+		return fail(stderr, err, difftest.Summary{})
+	}
+	if err := difftest.WriteSelftestTable(stdout, rows, ok); err != nil {
+		return fail(stderr, err, difftest.Summary{})
+	}
+	if !ok {
+		return difftest.ExitFail
+	}
+	return difftest.ExitPass
+}
+
+// mergeCmd joins shard reports into one JSON Lines file (and JUnit).
+func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("merge", stderr)
+	junit := fs.String("junit", "", "also write the merged report as JUnit XML to `FILE`")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) < 2 {
+		return usageErr(stderr, "merge needs OUT.jsonl and at least one IN.jsonl")
+	}
+	var reps []*difftest.Report
+	for _, in := range pos[1:] {
+		f, err := os.Open(in)
+		if err != nil {
+			return usageErr(stderr, "merge: %v", err)
+		}
+		rep, err := difftest.ReadJSONL(in, f)
+		f.Close()
+		if err != nil {
+			return usageErr(stderr, "merge: %v", err)
+		}
+		reps = append(reps, rep)
+	}
+	m, err := difftest.Merge(reps)
+	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	out, err := os.Create(pos[0])
+	if err != nil {
+		return usageErr(stderr, "merge: %v", err)
+	}
+	w := difftest.NewJSONLWriter(out)
+	werr := w.Header(m.Header)
+	for _, r := range m.Records {
+		if werr == nil {
+			werr = w.Record(r)
+		}
+	}
+	if werr == nil {
+		werr = w.Summary(*m.Summary)
+	}
+	if cerr := out.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil && *junit != "" {
+		werr = writeJUnitFile(*junit, m)
+	}
+	if werr != nil {
+		return fail(stderr, werr, difftest.Summary{})
+	}
+	fmt.Fprintln(stdout, difftest.SummaryLine(*m.Summary))
+	if m.Summary.Aborted != "" && m.Summary.Failed == 0 {
+		// A shard that did not finish leaves cases untested.
+		return difftest.ExitUntestable
+	}
+	return difftest.ExitCode(*m.Summary, nil)
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/fixtures"
+)
+
+// implFlags are the flags every command that runs cases shares.
+type implFlags struct {
+	impl    string
+	fatbin  string
+	device  int
+	timeout time.Duration
+	json    string
+	junit   string
+}
+
+func (f *implFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, reference, mutant:NAME or exec:CMD (default cuda when this build has it)")
+	fs.StringVar(&f.fatbin, "fatbin", "", "fatbin of the compiled kernels (cuda)")
+	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case")
+	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
+	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+}
+
+// openImpl resolves --impl. A usage problem exits 2, an implementation
+// that cannot run here exits 125, both with one line.
+func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
+	if f.impl == "" {
+		return nil, usageErr(stderr, "no --impl given and this build has no cuda implementation; use --impl reference, mutant:NAME or exec:CMD")
+	}
+	if cmd, ok := strings.CutPrefix(f.impl, "exec:"); ok {
+		if _, err := difftest.SplitCommand(cmd); err != nil {
+			return nil, usageErr(stderr, "--impl %s: %v", f.impl, err)
+		}
+	}
+	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Timeout: f.timeout})
+	if err != nil {
+		var re *difftest.RunError
+		if errors.As(err, &re) && re.Class == difftest.Unavailable {
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			return nil, difftest.ExitUntestable
+		}
+		return nil, fail(stderr, err, difftest.Summary{})
+	}
+	return impl, 0
+}
+
+// header describes the run for the JSON and JUnit reports.
+func (f *implFlags) header(impl difftest.Impl, suite string, seed uint64, repeat int, shard string) difftest.Header {
+	h := difftest.Header{
+		Type: "header", Suite: suite, Seed: seed, Repeat: repeat, Shard: shard, Impl: f.impl,
+		GeneratorVersion: difftest.GeneratorVersion, GitCommit: gitCommit(), Started: time.Now().UTC(),
+		Properties: map[string]string{},
+	}
+	if pp, ok := impl.(difftest.PropertyProvider); ok {
+		for k, v := range pp.Properties() {
+			h.Properties[k] = v
+		}
+	}
+	if f.fatbin != "" && h.Properties[difftest.PropFatbin] == "" {
+		if data, err := os.ReadFile(f.fatbin); err == nil {
+			sum := sha256.Sum256(data)
+			h.Properties[difftest.PropFatbin] = hex.EncodeToString(sum[:])
+		}
+	}
+	return h
+}
+
+// gitCommit is the VCS revision the binary was built from ("" when the
+// build did not record one, as under go test), with "+dirty" for a
+// modified work tree.
+func gitCommit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	rev, dirty := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev != "" && dirty {
+		rev += "+dirty"
+	}
+	return rev
+}
+
+// loadSuite resolves --suite: an embedded suite name, or a file on disk
+// (anything with a path separator or a .toml suffix, or an existing file).
+func loadSuite(name string) (*difftest.Suite, error) {
+	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
+		return difftest.LoadSuiteFile(name)
+	}
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
+		return difftest.LoadSuiteFile(name)
+	}
+	return difftest.LoadSuiteFS(fixtures.Suites(), name)
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", stderr)
+	var f implFlags
+	f.register(fs)
+	suiteName := fs.String("suite", "default", "suite: an embedded suite name (default, quick) or a TOML `FILE`")
+	runRe := fs.String("run", "", "run only cases whose id matches `REGEXP`")
+	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
+	repeat := fs.Int("repeat", 1, "run seeds seed … seed+N−1")
+	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index)")
+	failfast := fs.Bool("failfast", false, "stop after the first failing case")
+	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) > 0 {
+		return usageErr(stderr, "run takes no arguments, got %q", pos)
+	}
+	if *repeat < 1 {
+		return usageErr(stderr, "--repeat %d: must be ≥ 1", *repeat)
+	}
+	sel := difftest.Selection{Seed: *seed, Repeat: *repeat}
+	if *runRe != "" {
+		if sel.Run, err = regexp.Compile(*runRe); err != nil {
+			return usageErr(stderr, "--run: %v", err)
+		}
+	}
+	if *shardFlag != "" {
+		if sel.Shard, err = difftest.ParseShard(*shardFlag); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	}
+	suite, err := loadSuite(*suiteName)
+	if err != nil {
+		return fail(stderr, err, difftest.Summary{})
+	}
+	items := suite.Items(sel)
+	if len(items) == 0 {
+		return usageErr(stderr, "no case of suite %s matches --run %q --shard %q", suite.Name, *runRe, *shardFlag)
+	}
+	impl, code := f.openImpl(stderr)
+	if impl == nil {
+		return code
+	}
+	defer impl.Close()
+
+	opts := difftest.ReplayOptions{Suite: *suiteName, Impl: f.impl, Fatbin: f.fatbin, Device: f.device}
+	return execute(ctx, &f, impl, execution{
+		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(),
+		failfast: *failfast, saveDir: *saveDir,
+		replay: func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
+	}, stdout, stderr)
+}
+
+type execution struct {
+	suite    string
+	items    []difftest.Item
+	seed     uint64
+	repeat   int
+	shard    string
+	failfast bool
+	saveDir  string
+	replay   func(*difftest.Record) string
+}
+
+// execute runs the items, streams the JSON report, then prints the table
+// and writes the JUnit report. It returns the exit code.
+func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
+	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
+	var jw *difftest.JSONLWriter
+	if f.json != "" {
+		jf, err := os.Create(f.json)
+		if err != nil {
+			return usageErr(stderr, "--json: %v", err)
+		}
+		defer jf.Close()
+		jw = difftest.NewJSONLWriter(jf)
+		if err := jw.Header(h); err != nil {
+			return fail(stderr, err, difftest.Summary{})
+		}
+	}
+	if f.junit != "" {
+		// Fail on an unwritable path now, not after the run.
+		jf, err := os.Create(f.junit)
+		if err != nil {
+			return usageErr(stderr, "--junit: %v", err)
+		}
+		jf.Close()
+	}
+	rep := &difftest.Report{Header: h}
+	prog := newProgress(stderr)
+	sum, runErr := difftest.Run(ctx, difftest.Config{
+		Suite: e.suite, Items: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
+		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay,
+		OnRecord: func(r *difftest.Record) error {
+			rep.Records = append(rep.Records, r)
+			if jw != nil {
+				return jw.Record(r)
+			}
+			return nil
+		},
+		Progress: prog.update,
+	})
+	prog.done()
+	rep.Summary = &sum
+	if jw != nil {
+		if err := jw.Summary(sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if len(rep.Records) > 0 || runErr == nil {
+		if err := difftest.WriteTable(stdout, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if f.junit != "" {
+		if err := writeJUnitFile(f.junit, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if runErr != nil {
+		var re *difftest.RunError
+		if errors.As(runErr, &re) && re.Class == difftest.Unavailable {
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			return difftest.ExitCode(sum, runErr)
+		}
+		return fail(stderr, runErr, sum)
+	}
+	return difftest.ExitCode(sum, nil)
+}
+
+func writeJUnitFile(path string, rep *difftest.Report) error {
+	jf, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := difftest.WriteJUnit(jf, rep); err != nil {
+		jf.Close()
+		return err
+	}
+	return jf.Close()
+}
