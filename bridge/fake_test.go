@@ -1,0 +1,140 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// The test kernel "test_copy": y[i] = x[i] ^ 0x5A over n bytes, on the
+// fake device. Its first input byte selects a fault, so each case carries
+// its own behaviour across the process boundary:
+const (
+	faultNone      = 0 // a correct run
+	faultIllegal   = 1 // writes 1 MiB past y, beyond its guards: CUDA_ERROR_ILLEGAL_ADDRESS at the sync
+	faultHang      = 2 // never returns
+	faultCrash     = 3 // the worker process is killed by a signal
+	faultLaunch    = 4 // CUDA_ERROR_LAUNCH_FAILED (sticky) at the sync
+	faultMisalign  = 5 // CUDA_ERROR_MISALIGNED_ADDRESS: also illegal-address
+	faultNoEntry   = 6 // asks for an entry point the module lacks
+	testCopyKernel = "test_copy"
+)
+
+// packTestCopy packs {u64 x, u64 y, u64 n} for kd_test_copy (or
+// kd_test_missing when x[0] asks for a missing entry point; in a dry run
+// the entry is not known and does not matter).
+func packTestCopy(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
+	var p struct {
+		N     int `json:"n"`
+		Fault int `json:"fault"`
+	}
+	if err := decodeParams(testCopyKernel, raw, &p); err != nil {
+		return launch{}, err
+	}
+	x, err := need(ts, "x", difftest.U8, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	y, err := need(ts, "y", difftest.U8, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(x, "x", 0, p.N, "n"); err != nil {
+		return launch{}, err
+	}
+	if err := dim(y, "y", 0, p.N, "n"); err != nil {
+		return launch{}, err
+	}
+	arg := make([]byte, 24)
+	binary.LittleEndian.PutUint64(arg[0:], uint64(x.Ptr))
+	binary.LittleEndian.PutUint64(arg[8:], uint64(y.Ptr))
+	binary.LittleEndian.PutUint64(arg[16:], uint64(p.N))
+	entry := "kd_test_copy"
+	if p.Fault == faultNoEntry {
+		entry = "kd_test_missing"
+	}
+	return launch{Entry: entry, Grid: cuda.Dim3{X: 1, Y: 1, Z: 1}, Block: cuda.Dim3{X: 32, Y: 1, Z: 1}, Args: [][]byte{arg}}, nil
+}
+
+func testPackers() map[string]packer {
+	pk := packers()
+	pk[testCopyKernel] = packTestCopy
+	return pk
+}
+
+// kdTestCopy is the fake device's implementation of kd_test_copy.
+func kdTestCopy(d *fakecuda.Driver, _, _ cuda.Dim3, args [][]byte) error {
+	a := args[0]
+	xp, yp, n := fakecuda.Ptr(a, 0), fakecuda.Ptr(a, 8), binary.LittleEndian.Uint64(a[16:])
+	x, err := d.Bytes(xp, n)
+	if err != nil {
+		return err
+	}
+	switch x[0] {
+	case faultIllegal:
+		_, err := d.Bytes(yp+1<<20, 1)
+		return err
+	case faultHang:
+		select {}
+	case faultCrash:
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case faultLaunch:
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed}
+	case faultMisalign:
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorMisalignedAddress}
+	}
+	y, err := d.Bytes(yp, n)
+	if err != nil {
+		return err
+	}
+	for i := range y {
+		y[i] = x[i] ^ 0x5A
+	}
+	return nil
+}
+
+// Environment of a test worker process (this test binary re-executed).
+const (
+	envWorker = "KD_BRIDGE_TEST_WORKER" // "fake", "fake-nodevice", "fake-nobinary", "real"
+)
+
+// newFake returns the fake device for a worker mode.
+func newFake(mode string) *fakecuda.Driver {
+	d := fakecuda.New(map[string]fakecuda.Kernel{"kd_test_copy": kdTestCopy})
+	switch mode {
+	case "fake-nodevice":
+		d.InitError = &cuda.CUDAError{Call: "cuInit", Code: cuda.ErrorNoDevice}
+	case "fake-nobinary":
+		d.CCMajor = 8
+		d.LoadError = &cuda.CUDAError{Call: "cuModuleLoadData", Code: cuda.ErrorNoBinaryForGPU}
+	}
+	return d
+}
+
+// TestMain lets this test binary act as a GPU worker: with envWorker set
+// it serves the worker protocol on fds 3 and 4 and exits.
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv(envWorker); mode {
+	case "":
+		os.Exit(m.Run())
+	case "real":
+		// The production worker command, with whatever driver this machine has.
+		os.Exit(runWorker(nil, os.Args[1:], os.Stdout, os.Stderr))
+	default:
+		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
+		err := serve(req, rep, newFake(mode), []byte("fake fatbin"), 0, testPackers())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}

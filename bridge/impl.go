@@ -1,0 +1,338 @@
+// The `cuda` implementation: runs each case in a GPU worker process and
+// restarts the worker after a fault, so an illegal address, a launch
+// failure or a hang fails one case and the suite goes on (DESIGN.md §6).
+
+package bridge
+
+import (
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// DefaultFatbin is the fatbin `make kernels` writes, used when --fatbin is
+// not given.
+const DefaultFatbin = "build/kernels.fatbin"
+
+// Time limits of the worker's life cycle.
+const (
+	// startTimeout bounds a worker's start-up: cuInit, the primary context
+	// and the module load (JIT of PTX included).
+	startTimeout = 60 * time.Second
+	// defaultCaseTimeout applies when --timeout is 0.
+	defaultCaseTimeout = 2 * time.Minute
+	// exitGrace is how long Close and a sticky reply wait for the worker to
+	// exit before killing it.
+	exitGrace = 5 * time.Second
+)
+
+// Impl is the `cuda` implementation. Its methods are safe for concurrent
+// use; cases run one at a time.
+type Impl struct {
+	mu      sync.Mutex
+	timeout time.Duration
+	spawn   func() *exec.Cmd // a fresh worker command
+	packers map[string]packer
+	w       *workerProc
+	device  string
+	seq     uint64
+	starts  int // workers started, for tests and messages
+}
+
+// workerProc is one running worker.
+type workerProc struct {
+	cmd     *exec.Cmd
+	enc     *gob.Encoder
+	reqW    *os.File
+	replies chan reply    // closed when the reply stream ends
+	done    chan struct{} // closed when the process has been reaped
+	waitErr error
+	out     *tail
+}
+
+// NewImpl is the factory registered as "cuda". It starts the first worker
+// at once, so a machine that cannot run the kernels is known before any
+// case: no driver, no device, --device out of range, no fatbin, or a
+// fatbin with no image for this GPU give a *difftest.RunError of class
+// Unavailable whose message is the one-line reason.
+func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	fatbin := opts.Fatbin
+	if fatbin == "" {
+		fatbin = DefaultFatbin
+	}
+	abs, err := filepath.Abs(fatbin)
+	if err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
+	}
+	spawn := func() *exec.Cmd {
+		return exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device))
+	}
+	return newImpl(opts.Timeout, spawn, packers())
+}
+
+// newImpl builds the implementation over any worker command (tests start
+// a fake-device worker) and starts its first worker.
+func newImpl(timeout time.Duration, spawn func() *exec.Cmd, pk map[string]packer) (*Impl, error) {
+	if timeout <= 0 {
+		timeout = defaultCaseTimeout
+	}
+	im := &Impl{timeout: timeout, spawn: spawn, packers: pk}
+	if err := im.start(context.Background(), true); err != nil {
+		return nil, err
+	}
+	return im, nil
+}
+
+// Name implements difftest.Impl.
+func (im *Impl) Name() string { return "cuda" }
+
+// Device describes the device the first worker opened.
+func (im *Impl) Device() string { return im.device }
+
+// start launches a worker and waits for its hello. first selects the
+// class of a failure: Unavailable for the first worker (nothing can be
+// tested here), Crash for a restart.
+func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
+	failClass := difftest.Crash
+	if first {
+		failClass = difftest.Unavailable
+	}
+	cmd := im.spawn()
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return &difftest.RunError{Class: failClass, Msg: "worker pipe: " + err.Error()}
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return &difftest.RunError{Class: failClass, Msg: "worker pipe: " + err.Error()}
+	}
+	out := &tail{max: 4096}
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{reqR, reqW, repR, repW} {
+			f.Close()
+		}
+		return &difftest.RunError{Class: failClass, Msg: "starting the GPU worker: " + err.Error()}
+	}
+	reqR.Close()
+	repW.Close()
+	im.starts++
+	w := &workerProc{cmd: cmd, enc: gob.NewEncoder(reqW), reqW: reqW, replies: make(chan reply, 1), done: make(chan struct{}), out: out}
+	go func() {
+		defer close(w.replies)
+		defer repR.Close()
+		dec := gob.NewDecoder(repR)
+		for {
+			var r reply
+			if dec.Decode(&r) != nil {
+				return
+			}
+			w.replies <- r
+		}
+	}()
+	go func() {
+		w.waitErr = cmd.Wait()
+		close(w.done)
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case r, ok := <-w.replies:
+		switch {
+		case !ok:
+			w.kill()
+			return &difftest.RunError{Class: failClass, Msg: "GPU worker died during start-up: " + w.death()}
+		case r.Class != difftest.Pass:
+			w.kill()
+			return &difftest.RunError{Class: failClass, Msg: r.Msg}
+		}
+		if im.device == "" {
+			im.device = r.Device
+		}
+		im.w = w
+		return nil
+	case <-timer.C:
+		w.kill()
+		return &difftest.RunError{Class: failClass, Msg: fmt.Sprintf("GPU worker did not start within %v: %s", startTimeout, lastLine(w.out.String()))}
+	case <-ctx.Done():
+		w.kill()
+		return &difftest.RunError{Class: difftest.Timeout, Msg: "interrupted while starting the GPU worker: " + ctx.Err().Error()}
+	}
+}
+
+// kill ends the worker and reaps it.
+func (w *workerProc) kill() {
+	w.reqW.Close()
+	_ = w.cmd.Process.Kill()
+	<-w.done
+}
+
+// death describes how a reaped worker ended, with the tail of its output.
+func (w *workerProc) death() string {
+	<-w.done
+	s := "exited"
+	if w.waitErr != nil {
+		s = w.waitErr.Error()
+	}
+	if l := lastLine(w.out.String()); l != "" {
+		s += ": " + l
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// Run implements difftest.Impl: it sends the case to the worker (started
+// anew if the last one was lost), copies the returned guarded buffers
+// into outs[i].Full, and reports the device time. A device fault is a
+// *difftest.RunError of class illegal-address, launch-error or timeout; a
+// worker that dies is class crash; in each case the worker is replaced
+// before the next case.
+func (im *Impl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	req, err := im.request(c, outs)
+	if err != nil {
+		return difftest.RunInfo{}, err
+	}
+	if im.w == nil {
+		if rerr := im.start(ctx, false); rerr != nil {
+			return difftest.RunInfo{}, rerr
+		}
+	}
+	w := im.w
+	if err := w.enc.Encode(req); err != nil {
+		w.kill()
+		im.w = nil
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker lost before the case: " + w.death()}
+	}
+	timer := time.NewTimer(im.timeout)
+	defer timer.Stop()
+	select {
+	case r, ok := <-w.replies:
+		if !ok {
+			w.kill()
+			im.w = nil
+			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker died: " + w.death()}
+		}
+		if r.Sticky {
+			im.retire(w)
+		}
+		if r.Class != difftest.Pass {
+			return difftest.RunInfo{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
+		}
+		if r.Seq != req.Seq || len(r.Outputs) != len(outs) {
+			w.kill()
+			im.w = nil
+			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("GPU worker protocol error: reply %d with %d outputs to request %d with %d", r.Seq, len(r.Outputs), req.Seq, len(outs))}
+		}
+		for i, o := range outs {
+			if len(r.Outputs[i]) != len(o.Full) {
+				return difftest.RunInfo{}, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("output %s came back with %d bytes, sent %d", o.Name, len(r.Outputs[i]), len(o.Full))}
+			}
+			copy(o.Full, r.Outputs[i])
+		}
+		return difftest.RunInfo{KernelTime: time.Duration(r.KernelNanos)}, nil
+	case <-timer.C:
+		w.kill()
+		im.w = nil
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed", im.timeout)}
+	case <-ctx.Done():
+		w.kill()
+		im.w = nil
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed"}
+	}
+}
+
+// retire waits for a worker that announced a lost context to exit, and
+// kills it if it does not.
+func (im *Impl) retire(w *workerProc) {
+	im.w = nil
+	w.reqW.Close()
+	select {
+	case <-w.done:
+	case <-time.After(exitGrace):
+		w.kill()
+	}
+}
+
+// request builds the wire request and checks the case with a dry run of
+// its launcher, so a case the kernel cannot take fails before any device
+// work.
+func (im *Impl) request(c *difftest.Case, outs []*difftest.Buffer) (*request, error) {
+	pack, ok := im.packers[c.Kernel]
+	if !ok {
+		return nil, &difftest.RunError{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", c.Kernel)}
+	}
+	params, err := json.Marshal(c.Params)
+	if err != nil {
+		return nil, &difftest.RunError{Class: difftest.InvalidCase, Msg: "params do not encode: " + err.Error()}
+	}
+	im.seq++
+	req := &request{Seq: im.seq, Kernel: c.Kernel, CaseID: c.ID, Params: params}
+	ts := map[string]devTensor{}
+	for _, t := range c.Inputs {
+		req.Inputs = append(req.Inputs, wireTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: t.Data})
+		ts[t.Name] = devTensor{DType: t.DType, Shape: t.Shape}
+	}
+	for _, o := range outs {
+		req.Outputs = append(req.Outputs, wireOutput{Name: o.Name, DType: o.DType, Shape: o.Shape, Full: o.Full, Guard: o.Guard})
+		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape}
+	}
+	if _, err := pack(params, ts); err != nil {
+		return nil, &difftest.RunError{Class: difftest.InvalidCase, Msg: err.Error()}
+	}
+	return req, nil
+}
+
+// Close implements difftest.Impl: it ends the worker (end of requests),
+// killing it if it does not exit within a few seconds.
+func (im *Impl) Close() error {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.w == nil {
+		return nil
+	}
+	w := im.w
+	im.w = nil
+	w.reqW.Close()
+	select {
+	case <-w.done:
+	case <-time.After(exitGrace):
+		w.kill()
+		return errors.New("GPU worker did not exit; killed")
+	}
+	var ee *exec.ExitError
+	if errors.As(w.waitErr, &ee) {
+		return fmt.Errorf("GPU worker exited: %v", w.death())
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// spawnTest returns a worker command that re-executes this test binary in
+// the given worker mode.
+func spawnTest(mode string, args ...string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), envWorker+"="+mode)
+		return cmd
+	}
+}
+
+// copyCase is a test_copy case of n bytes whose first byte selects a fault.
+func copyCase(id string, fault byte, n int) *difftest.Case {
+	x := difftest.MustTensor("x", difftest.U8, n)
+	for i := range x.Data {
+		x.Data[i] = byte(3*i + 7)
+	}
+	x.Data[0] = fault
+	return &difftest.Case{
+		ID: "test_copy/" + id, Kernel: testCopyKernel,
+		Params:  map[string]int{"n": n, "fault": int(fault)},
+		Inputs:  []*difftest.Tensor{x},
+		Outputs: []difftest.OutputSpec{{Name: "y", DType: difftest.U8, Shape: []int{n}}},
+	}
+}
+
+// checkCopy verifies a correct run: y = x ^ 0x5A and both guards intact.
+func checkCopy(t *testing.T, c *difftest.Case, b *difftest.Buffer, p difftest.Poison) {
+	t.Helper()
+	x := c.Inputs[0].Data
+	for i := range x {
+		if b.Data[i] != x[i]^0x5A {
+			t.Fatalf("%s: y[%d] = %#x, want %#x", c.ID, i, b.Data[i], x[i]^0x5A)
+		}
+	}
+	for i := 0; i < b.Guard; i++ {
+		if b.Full[i] != byte(p) || b.Full[len(b.Full)-1-i] != byte(p) {
+			t.Fatalf("%s: guard byte %d changed", c.ID, i)
+		}
+	}
+}
+
+// The restart path: a crash, a hang, an illegal address and a launch
+// failure each fail their own case with their class, the worker is
+// replaced, and the next case passes.
+func TestWorkerFaultsAndRestart(t *testing.T) {
+	im, err := newImpl(2*time.Second, spawnTest("fake"), testPackers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if !strings.Contains(im.Device(), "Fake GPU (sm_90") {
+		t.Errorf("Device() = %q", im.Device())
+	}
+	steps := []struct {
+		name     string
+		fault    byte
+		want     difftest.Class
+		msg      string
+		restarts bool
+	}{
+		{"first case passes", faultNone, difftest.Pass, "", false},
+		{"illegal address", faultIllegal, difftest.IllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", true},
+		{"next case after illegal address", faultNone, difftest.Pass, "", false},
+		{"hang past the time-out", faultHang, difftest.Timeout, "time-out", true},
+		{"next case after hang", faultNone, difftest.Pass, "", false},
+		{"worker crash", faultCrash, difftest.Crash, "signal: killed", true},
+		{"next case after crash", faultNone, difftest.Pass, "", false},
+		{"launch failure", faultLaunch, difftest.LaunchError, "CUDA_ERROR_LAUNCH_FAILED", true},
+		{"misaligned address", faultMisalign, difftest.IllegalAddress, "CUDA_ERROR_MISALIGNED_ADDRESS", true},
+		{"missing entry point (not sticky)", faultNoEntry, difftest.LaunchError, "no entry point kd_test_missing", false},
+		{"last case passes", faultNone, difftest.Pass, "", false},
+	}
+	for i, s := range steps {
+		starts := im.starts
+		c := copyCase(s.name, s.fault, 1000+i)
+		bufs := difftest.NewBuffers(c, difftest.PoisonA)
+		t0 := time.Now()
+		info, err := im.Run(context.Background(), nil, c, bufs)
+		elapsed := time.Since(t0)
+		if s.want == difftest.Pass {
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			checkCopy(t, c, bufs[0], difftest.PoisonA)
+			if info.KernelTime <= 0 {
+				t.Errorf("%s: KernelTime = %v, want > 0", s.name, info.KernelTime)
+			}
+		} else {
+			var re *difftest.RunError
+			if !errors.As(err, &re) || re.Class != s.want || !strings.Contains(re.Msg, s.msg) {
+				t.Fatalf("%s: got %v, want class %s with %q", s.name, err, s.want, s.msg)
+			}
+		}
+		if s.want == difftest.Timeout && (elapsed < 2*time.Second || elapsed > 10*time.Second) {
+			t.Errorf("%s: took %v with a 2 s time-out", s.name, elapsed)
+		}
+		// A restart happens lazily, at the next case.
+		if s.restarts && im.w != nil {
+			t.Errorf("%s: the faulted worker is still in use", s.name)
+		}
+		if !s.restarts && s.want != difftest.Pass && im.w == nil {
+			t.Errorf("%s: a non-sticky error dropped the worker", s.name)
+		}
+		if i > 0 && steps[i-1].restarts && im.starts != starts+1 {
+			t.Errorf("%s: %d workers started, want one restart", s.name, im.starts-starts)
+		}
+	}
+	if err := im.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// A context deadline (the harness's per-case time-out) kills the worker
+// even when the implementation's own time-out is longer.
+func TestContextDeadline(t *testing.T) {
+	im, err := newImpl(time.Minute, spawnTest("fake"), testPackers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c := copyCase("hang", faultHang, 64)
+	_, err = im.Run(ctx, nil, c, difftest.NewBuffers(c, difftest.PoisonB))
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.Timeout {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	c = copyCase("after", faultNone, 64)
+	bufs := difftest.NewBuffers(c, difftest.PoisonB)
+	if _, err := im.Run(context.Background(), nil, c, bufs); err != nil {
+		t.Fatal(err)
+	}
+	checkCopy(t, c, bufs[0], difftest.PoisonB)
+}
+
+// Cases the launcher rejects fail before any device work, as invalid
+// input naming the tensor and the rule, and keep the worker.
+func TestInvalidCaseBeforeLaunch(t *testing.T) {
+	im, err := newImpl(time.Minute, spawnTest("fake"), testPackers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	c := copyCase("short y", faultNone, 16)
+	c.Outputs[0].Shape = []int{15}
+	_, err = im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.InvalidCase || !strings.Contains(re.Msg, "y: dimension 0 is 15, must equal n = 16") {
+		t.Fatalf("got %v", err)
+	}
+	c.Kernel = "no_such_kernel"
+	_, err = im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
+	if !errors.As(err, &re) || re.Class != difftest.LaunchError || !strings.Contains(re.Msg, `no CUDA launcher for kernel "no_such_kernel"`) {
+		t.Fatalf("got %v", err)
+	}
+	if im.starts != 1 || im.w == nil {
+		t.Errorf("starts = %d, worker kept = %v", im.starts, im.w != nil)
+	}
+}
+
+// A machine that cannot run the kernels is reported by the factory as
+// Unavailable, quickly, with a one-line reason.
+func TestUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	fatbin := dir + "/kernels.fatbin"
+	if err := os.WriteFile(fatbin, []byte("not checked by the fake"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		spawn func() *exec.Cmd
+		want  string
+	}{
+		{"no device", spawnTest("fake-nodevice"), "CUDA_ERROR_NO_DEVICE"},
+		{"no image for this GPU", spawnTest("fake-nobinary"), "no image for sm_80"},
+		{"device ordinal out of range", spawnTest("real", "--fatbin", fatbin, "--device", "0"), ""},
+		{"worker cannot start", func() *exec.Cmd { return exec.Command(dir + "/missing-binary") }, "starting the GPU worker"},
+		{"worker dies before hello", func() *exec.Cmd { return exec.Command("/bin/sh", "-c", "echo boom >&2; exit 3") }, "died during start-up: exit status 3: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Now()
+			_, err := newImpl(time.Minute, tt.spawn, testPackers())
+			var re *difftest.RunError
+			if !errors.As(err, &re) || re.Class != difftest.Unavailable {
+				t.Fatalf("got %v, want Unavailable", err)
+			}
+			if !strings.Contains(re.Msg, tt.want) || strings.Contains(re.Msg, "\n") {
+				t.Errorf("reason %q: want one line containing %q", re.Msg, tt.want)
+			}
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("took %v, want under 5 s", d)
+			}
+		})
+	}
+}
+
+// On this machine (no GPU in CI), the real worker reports no driver.
+func TestRealWorkerWithoutDriver(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	dir := t.TempDir()
+	fatbin := dir + "/kernels.fatbin"
+	if err := os.WriteFile(fatbin, []byte{0x50, 0xed, 0x55, 0xba}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := newImpl(time.Minute, spawnTest("real", "--fatbin", fatbin), packers())
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "no CUDA driver") {
+		t.Fatalf("got %v, want Unavailable: no CUDA driver", err)
+	}
+	// The factory itself, with no fatbin: Unavailable before any process.
+	_, err = NewImpl(difftest.ImplOptions{Fatbin: dir + "/none.fatbin"})
+	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "no fatbin at") {
+		t.Fatalf("got %v", err)
+	}
+}

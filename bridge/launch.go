@@ -1,0 +1,110 @@
+// Launch plans: how a case's tensors become one kernel launch. Each kernel
+// of kernels/ has a packer here (topk.go, normrope.go) that reads the
+// case's params JSON and tensor shapes, checks them against the C header's
+// preconditions, and packs the C parameter struct with device pointers.
+
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// devTensor is one tensor as a packer sees it: contract name, dtype,
+// shape, and its device address (0 in a dry run, or for an empty tensor).
+type devTensor struct {
+	DType difftest.DType
+	Shape []int
+	Ptr   cuda.DevicePtr
+}
+
+// launch is one cuLaunchKernel call. A zero Grid.X means there is nothing
+// to launch (an empty batch); the outputs then keep their poison, which is
+// what the contract asks of an empty case.
+type launch struct {
+	Entry     string // extern "C" entry point in the fatbin
+	Grid      cuda.Dim3
+	Block     cuda.Dim3
+	SharedMem uint32
+	Args      [][]byte // one element per kernel parameter: the packed C struct
+}
+
+// packer turns a case into a launch. params is the case's params JSON;
+// tensors maps contract names (inputs and outputs) to their device view.
+// A dry run (every Ptr 0) validates without a device. Errors are
+// *difftest.InputError naming the tensor or parameter and the rule.
+type packer func(params json.RawMessage, tensors map[string]devTensor) (launch, error)
+
+// packers returns the launchers of the kernels this package knows, by
+// contract name.
+func packers() map[string]packer {
+	return map[string]packer{
+		"topk_transform":  packTopk,
+		"norm_rope_store": packNormRope,
+	}
+}
+
+// need returns the tensor with that name after checking dtype and rank.
+func need(ts map[string]devTensor, name string, dtype difftest.DType, rank int) (devTensor, error) {
+	t, ok := ts[name]
+	if !ok {
+		return devTensor{}, difftest.Inputf(name, nil, "missing from the case")
+	}
+	if t.DType != dtype {
+		return t, difftest.Inputf(name, nil, "dtype must be %s, got %s", dtype, t.DType)
+	}
+	if len(t.Shape) != rank {
+		return t, difftest.Inputf(name, nil, "rank must be %d, got shape %v", rank, t.Shape)
+	}
+	return t, nil
+}
+
+// dim checks one dimension against its expected value.
+func dim(t devTensor, name string, axis, want int, what string) error {
+	if t.Shape[axis] != want {
+		return difftest.Inputf(name, nil, "dimension %d is %d, must equal %s = %d", axis, t.Shape[axis], what, want)
+	}
+	return nil
+}
+
+// log2Exact returns log2 of a power of two p ≥ 1, or an error naming the
+// parameter.
+func log2Exact(name string, p int) (int32, error) {
+	if p < 1 || p&(p-1) != 0 || p > 1<<30 {
+		return 0, difftest.Inputf(name, nil, "page size must be a power of two in [1, 2^30], got %d", p)
+	}
+	s := int32(0)
+	for 1<<s < p {
+		s++
+	}
+	return s, nil
+}
+
+// decodeParams decodes the case's params JSON into v, rejecting unknown
+// fields of a mistyped value only through the typed decode.
+func decodeParams(kernel string, raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return difftest.Inputf("params", nil, "%s case has no params", kernel)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return difftest.Inputf("params", nil, "%s params do not decode: %v", kernel, err)
+	}
+	return nil
+}
+
+// ceilDiv returns ⌈a / b⌉ for a ≥ 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// gridX converts a block count to a grid dimension, rejecting counts the
+// hardware cannot launch (grid.x ≤ 2^31 − 1).
+func gridX(blocks int64, what string) (uint32, error) {
+	if blocks > 1<<31-1 {
+		return 0, difftest.Inputf(what, nil, "needs %d blocks, more than grid.x allows (2^31 - 1)", blocks)
+	}
+	return uint32(blocks), nil
+}
+
+func fmtEntry(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,225 @@
+// Launcher of norm_rope_store (DESIGN.md §4, kernels/normrope/normrope.h):
+// packs kd_normrope_params by value for kd_norm_rope_store.
+
+package bridge
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../kernels/normrope
+#include <string.h>
+#include "normrope.h"
+
+#ifndef KD_NORMROPE_THREADS
+#error "normrope.h must define KD_NORMROPE_THREADS (block size of the launch)"
+#endif
+#ifndef KD_NORMROPE_TOKENS_PER_BLOCK
+#error "normrope.h must define KD_NORMROPE_TOKENS_PER_BLOCK"
+#endif
+#ifndef KD_NORMROPE_DYNAMIC_SMEM
+#error "normrope.h must define KD_NORMROPE_DYNAMIC_SMEM (dynamic shared memory, bytes)"
+#endif
+enum { kd_normrope_threads = KD_NORMROPE_THREADS };
+enum { kd_normrope_tokens_per_block = KD_NORMROPE_TOKENS_PER_BLOCK };
+enum { kd_normrope_dynamic_smem = KD_NORMROPE_DYNAMIC_SMEM };
+
+static void kd_pack_normrope(unsigned char *out,
+		uint64_t x, uint64_t weight, uint64_t bias, uint64_t freqs,
+		uint64_t positions, uint64_t out_loc, uint64_t cache,
+		int64_t x_stride, int64_t num_tokens, int64_t max_pos, int64_t num_pages,
+		float eps, int32_t log2_page, int32_t norm, int32_t rope_offset,
+		int32_t rope_style, int32_t hadamard, int32_t store, int32_t scale_fmt) {
+	kd_normrope_params p;
+	memset(&p, 0, sizeof p);
+	p.x = (const uint16_t *)(uintptr_t)x;
+	p.weight = (const float *)(uintptr_t)weight;
+	p.bias = (const float *)(uintptr_t)bias;
+	p.freqs = (const float *)(uintptr_t)freqs;
+	p.positions = (const int64_t *)(uintptr_t)positions;
+	p.out_loc = (const int64_t *)(uintptr_t)out_loc;
+	p.cache = (uint8_t *)(uintptr_t)cache;
+	p.x_stride = x_stride;
+	p.num_tokens = num_tokens;
+	p.max_pos = max_pos;
+	p.num_pages = num_pages;
+	p.eps = eps;
+	p.log2_page = log2_page;
+	p.norm = norm;
+	p.rope_offset = rope_offset;
+	p.rope_style = rope_style;
+	p.hadamard = hadamard;
+	p.store = store;
+	p.scale_fmt = scale_fmt;
+	memcpy(out, &p, sizeof p);
+}
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"math"
+	"unsafe"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// normRopeParams mirrors the JSON of kernels/normrope.Params (the fields
+// the launch needs).
+type normRopeParams struct {
+	Norm       string  `json:"norm"`
+	RopeOffset int     `json:"rope_offset"`
+	RopeStyle  string  `json:"rope_style"`
+	Hadamard   bool    `json:"hadamard"`
+	Store      string  `json:"store"`
+	ScaleFmt   string  `json:"scale_fmt"`
+	PageSize   int     `json:"page_size"`
+	NumPages   int     `json:"num_pages"`
+	Eps        float32 `json:"eps"`
+}
+
+// normRopeParamsSize is sizeof(kd_normrope_params) as cgo compiled it.
+const normRopeParamsSize = C.sizeof_kd_normrope_params
+
+// enum maps a params string to its normrope.h enum value.
+func enum(name, got string, values map[string]int32) (int32, error) {
+	v, ok := values[got]
+	if !ok {
+		return 0, difftest.Inputf(name, nil, "unknown value %q", got)
+	}
+	return v, nil
+}
+
+// packNormRope launches kd_norm_rope_store with KD_NORMROPE_THREADS
+// threads per block and KD_NORMROPE_TOKENS_PER_BLOCK tokens per block:
+// grid (⌈N / tokens per block⌉, 1, 1). Inputs x bf16 [N, x_stride ≥ 128],
+// weight f32 [128], bias f32 [128] (required for LayerNorm, NULL when
+// absent), freqs f32 [max_pos, 64], positions i64 [N], out_loc i64 [N];
+// in/out cache u8 [num_pages, page_bytes] with page_bytes 132·P (FP8) or
+// 256·P (BF16). Errors name the tensor or parameter and the rule: unknown
+// enum strings, rope_offset not 0 or 64, eps not finite and > 0, P not a
+// power of two, shapes that disagree. Per-token rules (positions below
+// max_pos, out_loc distinct and in range) are the harness's Validate.
+func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
+	var p normRopeParams
+	if err := decodeParams("norm_rope_store", raw, &p); err != nil {
+		return launch{}, err
+	}
+	norm, err := enum("norm", p.Norm, map[string]int32{"rms": C.KD_NORM_RMS, "layer": C.KD_NORM_LAYER})
+	if err != nil {
+		return launch{}, err
+	}
+	style, err := enum("rope_style", p.RopeStyle, map[string]int32{"neox": C.KD_ROPE_NEOX, "interleaved": C.KD_ROPE_INTERLEAVED})
+	if err != nil {
+		return launch{}, err
+	}
+	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_STORE_FP8, "bf16": C.KD_STORE_BF16})
+	if err != nil {
+		return launch{}, err
+	}
+	scale := int32(C.KD_SCALE_PLAIN)
+	if p.Store == "fp8" || p.ScaleFmt != "" {
+		if scale, err = enum("scale_fmt", p.ScaleFmt, map[string]int32{"plain": C.KD_SCALE_PLAIN, "ue8m0": C.KD_SCALE_UE8M0}); err != nil {
+			return launch{}, err
+		}
+	}
+	if p.RopeOffset != 0 && p.RopeOffset != 64 {
+		return launch{}, difftest.Inputf("rope_offset", nil, "must be 0 or 64, got %d", p.RopeOffset)
+	}
+	if e := float64(p.Eps); math.IsNaN(e) || math.IsInf(e, 0) || e <= 0 {
+		return launch{}, difftest.Inputf("eps", nil, "must be finite and > 0, got %g", e)
+	}
+	log2P, err := log2Exact("P", p.PageSize)
+	if err != nil {
+		return launch{}, err
+	}
+	x, err := need(ts, "x", difftest.BF16, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	n, xStride := x.Shape[0], x.Shape[1]
+	if xStride < 128 {
+		return launch{}, difftest.Inputf("x", nil, "row stride (dimension 1) must be ≥ 128, got %d", xStride)
+	}
+	weight, err := need(ts, "weight", difftest.F32, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(weight, "weight", 0, 128, "the key width"); err != nil {
+		return launch{}, err
+	}
+	var biasPtr cuda.DevicePtr
+	if _, present := ts["bias"]; present {
+		bias, err := need(ts, "bias", difftest.F32, 1)
+		if err != nil {
+			return launch{}, err
+		}
+		if err := dim(bias, "bias", 0, 128, "the key width"); err != nil {
+			return launch{}, err
+		}
+		biasPtr = bias.Ptr
+	} else if p.Norm == "layer" {
+		return launch{}, difftest.Inputf("bias", nil, "LayerNorm needs a bias tensor")
+	}
+	freqs, err := need(ts, "freqs", difftest.F32, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(freqs, "freqs", 1, 64, "32 (cos, sin) pairs"); err != nil {
+		return launch{}, err
+	}
+	positions, err := need(ts, "positions", difftest.I64, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(positions, "positions", 0, n, "N (rows of x)"); err != nil {
+		return launch{}, err
+	}
+	outLoc, err := need(ts, "out_loc", difftest.I64, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(outLoc, "out_loc", 0, n, "N (rows of x)"); err != nil {
+		return launch{}, err
+	}
+	cache, err := need(ts, "cache", difftest.U8, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	pageBytes := 132 * p.PageSize
+	if p.Store == "bf16" {
+		pageBytes = 256 * p.PageSize
+	}
+	if err := dim(cache, "cache", 1, pageBytes, "page bytes for store "+p.Store+" and P"); err != nil {
+		return launch{}, err
+	}
+	if p.NumPages != 0 {
+		if err := dim(cache, "cache", 0, p.NumPages, "num_pages"); err != nil {
+			return launch{}, err
+		}
+	}
+	hadamard := int32(0)
+	if p.Hadamard {
+		hadamard = 1
+	}
+	l := launch{
+		Entry:     "kd_norm_rope_store",
+		Block:     cuda.Dim3{X: uint32(C.kd_normrope_threads), Y: 1, Z: 1},
+		SharedMem: uint32(C.kd_normrope_dynamic_smem),
+	}
+	if n == 0 {
+		return l, nil
+	}
+	gx, err := gridX(ceilDiv(int64(n), int64(C.kd_normrope_tokens_per_block)), "x")
+	if err != nil {
+		return launch{}, err
+	}
+	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
+	arg := make([]byte, normRopeParamsSize)
+	C.kd_pack_normrope((*C.uchar)(unsafe.Pointer(&arg[0])),
+		C.uint64_t(x.Ptr), C.uint64_t(weight.Ptr), C.uint64_t(biasPtr), C.uint64_t(freqs.Ptr),
+		C.uint64_t(positions.Ptr), C.uint64_t(outLoc.Ptr), C.uint64_t(cache.Ptr),
+		C.int64_t(xStride), C.int64_t(n), C.int64_t(freqs.Shape[0]), C.int64_t(cache.Shape[0]),
+		C.float(p.Eps), C.int32_t(log2P), C.int32_t(norm), C.int32_t(p.RopeOffset),
+		C.int32_t(style), C.int32_t(hadamard), C.int32_t(store), C.int32_t(scale))
+	l.Args = [][]byte{arg}
+	return l, nil
+}

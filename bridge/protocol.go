@@ -1,0 +1,96 @@
+// Worker protocol: how the harness process and its GPU worker talk.
+//
+// The worker is the same binary started as `difftest cuda-worker --fatbin
+// PATH --device N`. It reads requests on file descriptor 3 and writes
+// replies on file descriptor 4 (pipes the parent passes as extra files);
+// stdin is /dev/null, and stdout/stderr go to the parent, which keeps
+// their tail for crash reports. Keeping the protocol off stdout means
+// nothing the driver, a sanitizer or a library prints can corrupt it.
+//
+// Both pipes carry one encoding/gob stream each. The worker first sends a
+// hello reply (Seq 0): the device it opened, or the reason it cannot run
+// (Class "unavailable"). Then, per case, the parent sends one request and
+// the worker answers with one reply of the same Seq. A reply with Sticky
+// set means the CUDA context is lost (an illegal address, a launch
+// failure); the worker exits after sending it and the parent starts a new
+// one for the next case. End of the request stream makes the worker exit 0.
+
+package bridge
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// workerCommand is the hidden subcommand that runs the worker.
+const workerCommand = "cuda-worker"
+
+// Protocol file descriptors in the worker.
+const (
+	requestFD = 3
+	replyFD   = 4
+)
+
+// wireTensor is an input tensor on the wire.
+type wireTensor struct {
+	Name  string
+	DType difftest.DType
+	Shape []int
+	Data  []byte
+}
+
+// wireOutput is an output buffer on the wire: the whole guarded
+// allocation (Full) and the guard width; the kernel sees Full[Guard:].
+type wireOutput struct {
+	Name  string
+	DType difftest.DType
+	Shape []int
+	Full  []byte
+	Guard int
+}
+
+// request asks the worker to run one case.
+type request struct {
+	Seq     uint64
+	Kernel  string
+	CaseID  string
+	Params  json.RawMessage
+	Inputs  []wireTensor
+	Outputs []wireOutput
+}
+
+// reply answers a request (or, with Seq 0, says hello).
+type reply struct {
+	Seq         uint64
+	Device      string   // hello: "NVIDIA H200 (sm_90, CUDA 13.0 driver)"
+	Outputs     [][]byte // the Full bytes of each output, in request order
+	KernelNanos int64    // device time between the events around the launch
+	Class       difftest.Class
+	Msg         string
+	Sticky      bool // the context is lost; the worker exits after this reply
+}
+
+// tail keeps the last max bytes written to it (a worker's stdout/stderr).
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,69 @@
+// Registration with the harness: the `cuda` implementation, `difftest
+// info`, and the hidden worker command.
+
+package bridge
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+func init() {
+	difftest.RegisterImpl("cuda", NewImpl)
+	difftest.RegisterCommand(difftest.Command{
+		Name:    "info",
+		Summary: "device, driver, fatbin images and build of this difftest",
+		Run:     runInfo,
+	})
+	difftest.RegisterCommand(difftest.Command{
+		Name:    workerCommand,
+		Summary: "GPU worker process of the cuda implementation (internal)",
+		Hidden:  true,
+		Run:     runWorker,
+	})
+}
+
+// runWorker is `difftest cuda-worker --fatbin PATH --device N`, started by
+// Impl with the protocol pipes on fds 3 and 4. Exit 0 at the end of the
+// requests, 1 after a lost context or an unusable device, 2 on bad usage.
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(workerCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to load")
+	device := fs.Int("device", 0, "CUDA device ordinal")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	req := os.NewFile(requestFD, "requests")
+	rep := os.NewFile(replyFD, "replies")
+	if req == nil || rep == nil {
+		fmt.Fprintln(stderr, "cuda-worker: runs under `difftest run --impl cuda`, which passes the protocol pipes on fds 3 and 4")
+		return 2
+	}
+	if _, err := req.Stat(); err != nil {
+		fmt.Fprintln(stderr, "cuda-worker: no protocol pipe on fd 3 (it runs under `difftest run --impl cuda`)")
+		return 2
+	}
+	image, err := os.ReadFile(*fatbin)
+	if err != nil {
+		fmt.Fprintln(stderr, "cuda-worker:", err)
+		return 1
+	}
+	drv, _ := cuda.Open() // without a driver, drv reports ErrNoDriver from Init
+	err = serve(req, rep, drv, image, *device, packers())
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errSticky):
+		return 1
+	}
+	fmt.Fprintln(stderr, "cuda-worker:", err)
+	return 1
+}

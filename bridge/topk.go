@@ -1,0 +1,150 @@
+// Launcher of topk_transform (DESIGN.md §3, kernels/topk/topk.h): packs
+// kd_topk_params by value for kd_topk_transform_<K>.
+
+package bridge
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../kernels/topk
+#include <string.h>
+#include "topk.h"
+
+#ifndef KD_TOPK_THREADS
+#error "topk.h must define KD_TOPK_THREADS (block size of the launch)"
+#endif
+#ifndef KD_TOPK_DYNAMIC_SMEM
+#error "topk.h must define KD_TOPK_DYNAMIC_SMEM (dynamic shared memory, bytes)"
+#endif
+enum { kd_topk_threads = KD_TOPK_THREADS };
+enum { kd_topk_dynamic_smem = KD_TOPK_DYNAMIC_SMEM };
+
+static void kd_pack_topk(unsigned char *out,
+		uint64_t scores, uint64_t seq_lens, uint64_t page_table,
+		uint64_t page_indices, uint64_t raw_indices,
+		int64_t stride, int64_t max_pages, int32_t batch, int32_t log2_page, int32_t k) {
+	kd_topk_params p;
+	memset(&p, 0, sizeof p);
+	p.scores = (const float *)(uintptr_t)scores;
+	p.seq_lens = (const int32_t *)(uintptr_t)seq_lens;
+	p.page_table = (const int32_t *)(uintptr_t)page_table;
+	p.page_indices = (int32_t *)(uintptr_t)page_indices;
+	p.raw_indices = (int32_t *)(uintptr_t)raw_indices;
+	p.stride = stride;
+	p.max_pages = max_pages;
+	p.batch = batch;
+	p.log2_page = log2_page;
+	p.k = k;
+	memcpy(out, &p, sizeof p);
+}
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"math"
+	"unsafe"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// topkParams mirrors the JSON of kernels/topk.Params (the fields the
+// launch needs).
+type topkParams struct {
+	K         int  `json:"K"`
+	P         int  `json:"P"`
+	ReturnRaw bool `json:"return_raw"`
+}
+
+// topkEntryKs are the K values topk.cu instantiates.
+var topkEntryKs = [...]int{512, 1024, 2048}
+
+// topkParamsSize is sizeof(kd_topk_params) as cgo compiled it.
+const topkParamsSize = C.sizeof_kd_topk_params
+
+// packTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
+// threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride],
+// seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices
+// i32 [B, K] and, when present, raw_indices i32 [B, K] (absent: NULL).
+// Errors: a K without an entry point, shapes that disagree with each other
+// or with K, a page size that is not a power of two, a batch over 2^31 − 1.
+// Per-row rules (seq_lens, slot range) are the harness's Validate.
+func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
+	var p topkParams
+	if err := decodeParams("topk_transform", raw, &p); err != nil {
+		return launch{}, err
+	}
+	ok := false
+	for _, k := range topkEntryKs {
+		ok = ok || p.K == k
+	}
+	if !ok {
+		return launch{}, difftest.Inputf("K", nil, "the CUDA kernel instantiates K = 512, 1024, 2048 only, got %d", p.K)
+	}
+	log2P, err := log2Exact("P", p.P)
+	if err != nil {
+		return launch{}, err
+	}
+	scores, err := need(ts, "scores", difftest.F32, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	batch, stride := scores.Shape[0], scores.Shape[1]
+	seqLens, err := need(ts, "seq_lens", difftest.I32, 1)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(seqLens, "seq_lens", 0, batch, "batch (rows of scores)"); err != nil {
+		return launch{}, err
+	}
+	table, err := need(ts, "page_table", difftest.I32, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(table, "page_table", 0, batch, "batch (rows of scores)"); err != nil {
+		return launch{}, err
+	}
+	out, err := need(ts, "page_indices", difftest.I32, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	if err := dim(out, "page_indices", 0, batch, "batch"); err != nil {
+		return launch{}, err
+	}
+	if err := dim(out, "page_indices", 1, p.K, "K"); err != nil {
+		return launch{}, err
+	}
+	var rawPtr cuda.DevicePtr
+	if r, present := ts["raw_indices"]; present {
+		if r, err = need(ts, "raw_indices", difftest.I32, 2); err != nil {
+			return launch{}, err
+		}
+		if err := dim(r, "raw_indices", 0, batch, "batch"); err != nil {
+			return launch{}, err
+		}
+		if err := dim(r, "raw_indices", 1, p.K, "K"); err != nil {
+			return launch{}, err
+		}
+		rawPtr = r.Ptr
+	} else if p.ReturnRaw {
+		return launch{}, difftest.Inputf("raw_indices", nil, "params ask for raw indices (return_raw) but the case has no such output")
+	}
+	if batch > math.MaxInt32 {
+		return launch{}, difftest.Inputf("scores", nil, "batch %d exceeds int32", batch)
+	}
+	l := launch{
+		Entry:     fmtEntry("kd_topk_transform_%d", p.K),
+		Block:     cuda.Dim3{X: uint32(C.kd_topk_threads), Y: 1, Z: 1},
+		SharedMem: uint32(C.kd_topk_dynamic_smem),
+	}
+	if batch == 0 {
+		return l, nil
+	}
+	l.Grid = cuda.Dim3{X: uint32(batch), Y: 1, Z: 1}
+	arg := make([]byte, topkParamsSize)
+	C.kd_pack_topk((*C.uchar)(unsafe.Pointer(&arg[0])),
+		C.uint64_t(scores.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr),
+		C.uint64_t(out.Ptr), C.uint64_t(rawPtr),
+		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K))
+	l.Args = [][]byte{arg}
+	return l, nil
+}

@@ -1,0 +1,277 @@
+// The GPU worker: owns the CUDA context, runs one case per request (copy
+// in, launch between two events, copy out, free) and classifies device
+// faults. See protocol.go for the wire format.
+
+package bridge
+
+import (
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// worker holds one device context and the loaded fatbin.
+type worker struct {
+	drv     cuda.Driver
+	packers map[string]packer
+	mod     cuda.Module
+	funcs   map[string]cuda.Function
+}
+
+// errSticky is returned by serve after it has replied with a sticky error.
+var errSticky = errors.New("CUDA context lost")
+
+// serve runs the worker protocol: open device n, load the fatbin, say
+// hello on w, then answer requests from r until r ends (nil) or a sticky
+// error poisons the context (errSticky). It locks the calling goroutine to
+// its OS thread, where the primary context is current.
+func serve(r io.Reader, w io.Writer, drv cuda.Driver, fatbin []byte, device int, packers map[string]packer) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	enc := gob.NewEncoder(w)
+	wk := &worker{drv: drv, packers: packers, funcs: map[string]cuda.Function{}}
+	desc, err := wk.open(fatbin, device)
+	if err != nil {
+		_ = enc.Encode(reply{Class: difftest.Unavailable, Msg: err.Error()})
+		return err
+	}
+	if err := enc.Encode(reply{Device: desc}); err != nil {
+		return err
+	}
+	dec := gob.NewDecoder(r)
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading request: %w", err)
+		}
+		rep := wk.run(&req)
+		rep.Seq = req.Seq
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		if rep.Sticky {
+			return errSticky
+		}
+	}
+}
+
+// open initialises the driver, makes device n's primary context current
+// and loads the fatbin. Every failure here means nothing can be tested.
+func (wk *worker) open(fatbin []byte, n int) (string, error) {
+	d := wk.drv
+	if err := d.Init(); err != nil {
+		if errors.Is(err, cuda.ErrNoDriver) {
+			return "", err
+		}
+		return "", fmt.Errorf("no usable CUDA device: %w", err)
+	}
+	count, err := d.DeviceCount()
+	if err != nil {
+		return "", err
+	}
+	if n < 0 || n >= count {
+		return "", fmt.Errorf("--device %d: this machine has %d CUDA device(s)", n, count)
+	}
+	dev, err := d.Device(n)
+	if err != nil {
+		return "", err
+	}
+	name, err := d.DeviceName(dev)
+	if err != nil {
+		return "", err
+	}
+	major, err1 := d.DeviceAttribute(dev, cuda.AttrComputeCapabilityMajor)
+	minor, err2 := d.DeviceAttribute(dev, cuda.AttrComputeCapabilityMinor)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", err
+	}
+	ver, err := d.Version()
+	if err != nil {
+		return "", err
+	}
+	desc := fmt.Sprintf("%s (sm_%d%d, CUDA %d.%d driver)", name, major, minor, ver/1000, ver%1000/10)
+	ctx, err := d.PrimaryCtxRetain(dev)
+	if err != nil {
+		return "", err
+	}
+	if err := d.CtxSetCurrent(ctx); err != nil {
+		return "", err
+	}
+	mod, err := d.ModuleLoadData(fatbin)
+	if err != nil {
+		if errors.Is(err, cuda.ErrNoBinaryForGPU) || errors.Is(err, cuda.ErrInvalidImage) {
+			return "", fmt.Errorf("%s: the fatbin has no image for sm_%d%d (it holds %s): %w", desc, major, minor, imageList(fatbin), err)
+		}
+		return "", fmt.Errorf("%s: loading the fatbin: %w", desc, err)
+	}
+	wk.mod = mod
+	return desc, nil
+}
+
+// imageList names a fatbin's images, "sm_90 SASS, sm_120 SASS, compute_120 PTX".
+func imageList(fatbin []byte) string {
+	imgs, err := cuda.ParseFatbin(fatbin)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	var s []string
+	for _, im := range imgs {
+		s = append(s, im.ArchName()+" "+im.Kind.String())
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+// classify maps a driver error to a failure class, and says whether the
+// context is lost.
+func classify(err error) (difftest.Class, bool) {
+	code := cuda.Code(err)
+	switch code {
+	case cuda.ErrorIllegalAddress, cuda.ErrorMisalignedAddress, cuda.ErrorInvalidAddressSpace:
+		return difftest.IllegalAddress, true
+	case cuda.ErrorLaunchTimeout:
+		return difftest.Timeout, true
+	}
+	return difftest.LaunchError, code.Sticky()
+}
+
+// run executes one request.
+func (wk *worker) run(req *request) reply {
+	pack, ok := wk.packers[req.Kernel]
+	if !ok {
+		return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", req.Kernel)}
+	}
+	ts := map[string]devTensor{}
+	for _, t := range req.Inputs {
+		ts[t.Name] = devTensor{DType: t.DType, Shape: t.Shape}
+	}
+	for _, o := range req.Outputs {
+		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape}
+	}
+	if _, err := pack(req.Params, ts); err != nil {
+		return reply{Class: difftest.InvalidCase, Msg: err.Error()}
+	}
+	var ptrs []cuda.DevicePtr
+	defer func() {
+		for _, p := range ptrs {
+			_ = wk.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
+		}
+	}()
+	fault := func(what string, err error) reply {
+		class, sticky := classify(err)
+		return reply{Class: class, Msg: what + ": " + err.Error(), Sticky: sticky}
+	}
+	alloc := func(b []byte) (cuda.DevicePtr, error) {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		p, err := wk.drv.MemAlloc(uint64(len(b)))
+		if err != nil {
+			return 0, err
+		}
+		ptrs = append(ptrs, p)
+		return p, wk.drv.MemcpyHtoD(p, b)
+	}
+	for _, t := range req.Inputs {
+		if _, isOut := outputIndex(req.Outputs, t.Name); isOut {
+			continue // an in/out tensor (the cache) travels as an output
+		}
+		p, err := alloc(t.Data)
+		if err != nil {
+			return fault("copying input "+t.Name+" to the device", err)
+		}
+		ts[t.Name] = devTensor{DType: t.DType, Shape: t.Shape, Ptr: p}
+	}
+	base := make([]cuda.DevicePtr, len(req.Outputs))
+	for i, o := range req.Outputs {
+		if o.Guard < 0 || o.Guard > len(o.Full) {
+			return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("output %s: guard %d outside its %d-byte buffer", o.Name, o.Guard, len(o.Full))}
+		}
+		p, err := alloc(o.Full)
+		if err != nil {
+			return fault("copying output "+o.Name+" (with guards) to the device", err)
+		}
+		base[i] = p
+		ptr := p
+		if p != 0 && o.Guard < len(o.Full) {
+			ptr = p + cuda.DevicePtr(o.Guard)
+		}
+		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: ptr}
+	}
+	l, err := pack(req.Params, ts)
+	if err != nil {
+		return reply{Class: difftest.InvalidCase, Msg: err.Error()}
+	}
+	rep := reply{Outputs: make([][]byte, len(req.Outputs))}
+	if l.Grid.X != 0 {
+		t, err := wk.launch(l)
+		if err != nil {
+			return fault(l.Entry, err)
+		}
+		rep.KernelNanos = t.Nanoseconds()
+	}
+	for i, o := range req.Outputs {
+		rep.Outputs[i] = make([]byte, len(o.Full))
+		if err := wk.drv.MemcpyDtoH(rep.Outputs[i], base[i]); err != nil {
+			return fault("copying output "+o.Name+" back", err)
+		}
+	}
+	return rep
+}
+
+func outputIndex(outs []wireOutput, name string) (int, bool) {
+	for i, o := range outs {
+		if o.Name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// launch runs l between two events and returns the device time. Errors of
+// the kernel itself surface at the event synchronisation.
+func (wk *worker) launch(l launch) (time.Duration, error) {
+	d := wk.drv
+	fn, ok := wk.funcs[l.Entry]
+	if !ok {
+		var err error
+		if fn, err = d.ModuleGetFunction(wk.mod, l.Entry); err != nil {
+			return 0, fmt.Errorf("the fatbin has no entry point %s: %w", l.Entry, err)
+		}
+		wk.funcs[l.Entry] = fn
+	}
+	start, err := d.EventCreate()
+	if err != nil {
+		return 0, err
+	}
+	defer d.EventDestroy(start)
+	stop, err := d.EventCreate()
+	if err != nil {
+		return 0, err
+	}
+	defer d.EventDestroy(stop)
+	if err := d.EventRecord(start); err != nil {
+		return 0, err
+	}
+	if err := d.LaunchKernel(fn, l.Grid, l.Block, l.SharedMem, l.Args...); err != nil {
+		return 0, err
+	}
+	if err := d.EventRecord(stop); err != nil {
+		return 0, err
+	}
+	if err := d.EventSynchronize(stop); err != nil {
+		return 0, err
+	}
+	return d.EventElapsed(start, stop)
+}
