@@ -1,0 +1,335 @@
+package topk
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
+
+func ints(xs ...int) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// gen draws a case and validates it.
+func gen(t testing.TB, family, name string, params map[string]any) *difftest.Case {
+	t.Helper()
+	spec := difftest.CaseSpec{Kernel: KernelName, Family: family, Name: name, Params: params}
+	c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+	if err != nil {
+		t.Fatalf("NewCase(%s): %v", spec.ID(), err)
+	}
+	if err := Validate(c); err != nil {
+		t.Fatalf("Validate(%s): %v", spec.ID(), err)
+	}
+	return c
+}
+
+// rowBits returns scores[b][0:L].
+func rowBits(c *difftest.Case, b int) []uint32 {
+	p := c.Params.(*Params)
+	L := int(c.Inputs[1].I32(b))
+	out := make([]uint32, L)
+	for i := range out {
+		out[i] = c.Inputs[0].U32(b*p.Stride + i)
+	}
+	return out
+}
+
+// TestDigestsPinned: the same seed and case id give the same input bytes
+// on every run, host and build. The digests are in testdata/digests.golden
+// (rewrite with -update, and review the diff: a change means the generator
+// version must be bumped).
+func TestDigestsPinned(t *testing.T) {
+	specs := []difftest.CaseSpec{
+		{Kernel: KernelName, Family: "gaussian", Name: "pin/gaussian", Params: map[string]any{"K": int64(8), "P": int64(4), "lengths": ints(0, 7, 8, 9, 40)}},
+		{Kernel: KernelName, Family: "needle", Name: "pin/needle", Params: map[string]any{"K": int64(16), "P": int64(2), "lengths": ints(1000), "pages": "perm"}},
+		{Kernel: KernelName, Family: "specials", Name: "pin/specials", Params: map[string]any{"K": int64(4), "P": int64(1), "lengths": ints(33, 5), "pages": "large", "raw": false}},
+		{Kernel: KernelName, Family: "straddle", Name: "pin/straddle", Params: map[string]any{"K": int64(8), "P": int64(64), "lengths": ints(100), "batch": int64(3)}},
+	}
+	var b strings.Builder
+	for _, spec := range specs {
+		for _, seed := range []uint64{1, 2} {
+			c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range c.Inputs {
+				d := in.Digest()
+				fmt.Fprintf(&b, "%s seed=%d %s %s\n", spec.ID(), seed, in.Name, hex.EncodeToString(d[:]))
+			}
+		}
+	}
+	path := filepath.Join("testdata", "digests.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("input digests changed (generator version %d):\n got:\n%s\nwant:\n%s", difftest.GeneratorVersion, b.String(), want)
+	}
+	// And twice in one process.
+	c1, c2 := gen(t, "gaussian", "again", map[string]any{"K": int64(8), "lengths": ints(500, 3)}), gen(t, "gaussian", "again", map[string]any{"K": int64(8), "lengths": ints(500, 3)})
+	for i := range c1.Inputs {
+		if c1.Inputs[i].Digest() != c2.Inputs[i].Digest() {
+			t.Errorf("%s differs between two draws", c1.Inputs[i].Name)
+		}
+	}
+}
+
+// TestFamilies checks what each family promises.
+func TestFamilies(t *testing.T) {
+	const K = 64
+	base := func(extra map[string]any, lengths ...int) map[string]any {
+		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		family string
+		params map[string]any
+		check  func(c *difftest.Case, b int, row []uint32) error
+	}{
+		{"needle", base(nil, 1000, 3, 0), func(c *difftest.Case, b int, row []uint32) error {
+			at := c.Params.(*Params).Needles[b]
+			if len(row) == 0 {
+				if at != -1 {
+					return fmt.Errorf("needle %d in an empty row", at)
+				}
+				return nil
+			}
+			if at != len(row)/3 {
+				return fmt.Errorf("needle at %d, want L/3 = %d", at, len(row)/3)
+			}
+			for i, x := range row {
+				if i != at && math.Float32frombits(x) >= math.Float32frombits(row[at]) {
+					return fmt.Errorf("position %d (%v) not below the needle", i, math.Float32frombits(x))
+				}
+			}
+			return nil
+		}},
+		{"equal", base(nil, 300), func(_ *difftest.Case, _ int, row []uint32) error {
+			for _, x := range row {
+				if x != row[0] {
+					return fmt.Errorf("not all equal")
+				}
+			}
+			return nil
+		}},
+		{"straddle", base(nil, 300), func(_ *difftest.Case, _ int, row []uint32) error {
+			var above, tied int
+			for _, x := range row {
+				switch f := math.Float32frombits(x); {
+				case f > 1:
+					above++
+				case f == 1:
+					tied++
+				}
+			}
+			if above != 3*K/4 || tied != K/2 {
+				return fmt.Errorf("above %d tied %d, want %d, %d", above, tied, 3*K/4, K/2)
+			}
+			return nil
+		}},
+		{"relu", base(map[string]any{"positives": int64(10)}, 8320), func(_ *difftest.Case, _ int, row []uint32) error {
+			pos := 0
+			for _, x := range row {
+				if x != 0 && math.Float32frombits(x) <= 0 {
+					return fmt.Errorf("value %#x neither +0 nor positive", x)
+				}
+				if x != 0 {
+					pos++
+				}
+			}
+			if pos != 10 {
+				return fmt.Errorf("%d positives, want 10", pos)
+			}
+			return nil
+		}},
+		{"lowcontrast", base(map[string]any{"span": "coarse"}, 16384), bandCheck(1.0, 1.25)},
+		{"lowcontrast", base(map[string]any{"span": "high"}, 16384), bandCheck(65520, float32(math.Inf(1)))},
+		{"lowcontrast", base(map[string]any{"span": "tiny"}, 16384), bandCheck(0, 1.5e-5)},
+		{"masked", base(map[string]any{"finite": int64(20)}, 200), func(_ *difftest.Case, _ int, row []uint32) error {
+			fin := 0
+			for _, x := range row {
+				if x != negInf {
+					fin++
+				}
+			}
+			if fin != 20 {
+				return fmt.Errorf("%d finite values, want 20", fin)
+			}
+			return nil
+		}},
+		{"specials", base(nil, 4000), func(_ *difftest.Case, _ int, row []uint32) error {
+			for _, want := range []uint32{posNaN, negNaN, posInf, negInf, 0, negZ, 1, 0x80000001} {
+				if !slices.Contains(row, want) {
+					return fmt.Errorf("no %#08x in 4000 values", want)
+				}
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.family, func(t *testing.T) {
+			c := gen(t, tt.family, tt.family+"/t", tt.params)
+			p := c.Params.(*Params)
+			for b := 0; b < p.Batch; b++ {
+				if err := tt.check(c, b, rowBits(c, b)); err != nil {
+					t.Errorf("row %d: %v", b, err)
+				}
+				L := int(c.Inputs[1].I32(b))
+				for i := L; i < p.Stride; i++ {
+					want := uint32(pastEvenBits)
+					if i%2 == 1 {
+						want = pastOddBits
+					}
+					if got := c.Inputs[0].U32(b*p.Stride + i); got != want {
+						t.Fatalf("row %d position %d past L = %d holds %#x, want %#x", b, i, L, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// bandCheck requires distinct values in [lo, hi).
+func bandCheck(lo, hi float32) func(*difftest.Case, int, []uint32) error {
+	return func(_ *difftest.Case, _ int, row []uint32) error {
+		seen := map[uint32]bool{}
+		for _, x := range row {
+			f := math.Float32frombits(x)
+			if !(f >= lo && f < hi) || seen[x] {
+				return fmt.Errorf("value %v outside [%v, %v) or repeated", f, lo, hi)
+			}
+			seen[x] = true
+		}
+		return nil
+	}
+}
+
+// TestPageTables: every kind is injective per row over the used range, −1
+// past it; distinct and large rows share no page; large reaches the top of
+// the int32 slot range and still validates.
+func TestPageTables(t *testing.T) {
+	for _, kind := range []string{PagesIdentity, PagesPerm, PagesDistinct, PagesLarge} {
+		for _, P := range []int{1, 2, 64, 256} {
+			c := gen(t, "gaussian", fmt.Sprintf("pages/%s/P=%d", kind, P), map[string]any{
+				"K": int64(4), "P": int64(P), "lengths": ints(1000, 0, 513, 1), "batch": int64(5), "pages": kind, "raw": false,
+			})
+			p := c.Params.(*Params)
+			seen := map[int32]int{}
+			top := int32(-1)
+			for b := 0; b < p.Batch; b++ {
+				used := (int(c.Inputs[1].I32(b)) + P - 1) / P
+				for j := 0; j < p.MaxPages; j++ {
+					id := c.Inputs[2].I32(b*p.MaxPages + j)
+					if j >= used {
+						if id != -1 {
+							t.Fatalf("%s P=%d: page_table[%d][%d] = %d past the used range", kind, P, b, j, id)
+						}
+						continue
+					}
+					top = max(top, id)
+					if kind == PagesIdentity && id != int32(j) {
+						t.Fatalf("identity: page_table[%d][%d] = %d", b, j, id)
+					}
+					if prev, dup := seen[id]; dup && (prev == b || kind == PagesDistinct || kind == PagesLarge) {
+						t.Fatalf("%s P=%d: page id %d in rows %d and %d", kind, P, id, prev, b)
+					}
+					seen[id] = b
+				}
+			}
+			if kind == PagesLarge && int64(top)*int64(P)+int64(P)-1 != math.MaxInt32 {
+				t.Errorf("large P=%d: top page %d does not reach the int32 slot limit", P, top)
+			}
+			// The checker accepts the reference through the inverted table.
+			out := runRef(t, c)
+			if r := Check(c, out, out); r.Failed() {
+				t.Errorf("%s P=%d: %s", kind, P, r.Message)
+			}
+		}
+	}
+}
+
+// TestNewCaseErrors: bad suite entries are errors naming case and param.
+func TestNewCaseErrors(t *testing.T) {
+	tests := []struct {
+		family string
+		params map[string]any
+		want   string
+	}{
+		{"nope", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope"`},
+		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3), "colour": "red"}, "case topk_transform/e: unknown param(s) colour"},
+		{"gaussian", map[string]any{"lengths": ints(3)}, `case topk_transform/e: param "K": required, must be ≥ 1, got 0`},
+		{"gaussian", map[string]any{"K": int64(4), "P": int64(6), "lengths": ints(3)}, `case topk_transform/e: param "P": must be a power of two ≥ 1, got 6`},
+		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3, -2)}, `case topk_transform/e: param "lengths": element 1 must be in [0, 2³¹−1], got -2`},
+		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(30), "stride": int64(20)}, `case topk_transform/e: param "stride": must be ≥ the longest length 30, got 20`},
+		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3), "pages": "random"}, `case topk_transform/e: param "pages": must be one of identity, perm, distinct, large, got "random"`},
+		{"lowcontrast", map[string]any{"K": int64(4), "lengths": ints(3), "span": "wide"}, `case topk_transform/e: param "span": must be one of coarse, high, tiny, got "wide"`},
+	}
+	for _, tt := range tests {
+		spec := difftest.CaseSpec{Kernel: KernelName, Family: tt.family, Name: "e", Params: tt.params}
+		_, err := NewCase(spec, 1, 1)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%v: got %v, want prefix %q", tt.params, err, tt.want)
+		}
+	}
+}
+
+// TestFromTensorsRoundTrip: a case rebuilt from its tensors and params
+// JSON has the same inputs and the same reference outputs.
+func TestFromTensorsRoundTrip(t *testing.T) {
+	c := gen(t, "needle", "rt", map[string]any{"K": int64(8), "P": int64(2), "lengths": ints(100, 5), "raw": false})
+	js, err := json.Marshal(c.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*difftest.Tensor{}
+	for _, in := range c.Inputs {
+		m[in.Name] = in
+	}
+	r, err := FromTensors(c.ID, js, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(r); err != nil {
+		t.Fatal(err)
+	}
+	a, b := runRef(t, c), runRef(t, r)
+	if len(a) != 1 || len(b) != 1 || !slices.Equal(a[0].Data, b[0].Data) {
+		t.Errorf("reference differs after the round trip")
+	}
+	if got := r.Params.(*Params); !slices.Equal(got.Needles, c.Params.(*Params).Needles) || got.Family != "needle" {
+		t.Errorf("params %+v", got)
+	}
+	delete(m, TensorPageTable)
+	if _, err := FromTensors(c.ID, js, m); err == nil || err.Error() != "invalid input: page_table: missing from the capture" {
+		t.Errorf("missing tensor: %v", err)
+	}
+	if _, err := FromTensors(c.ID, json.RawMessage(`{"K": 8, "P": 2, "extra": 1}`), m); err == nil || !strings.Contains(err.Error(), `unknown field "extra"`) {
+		t.Errorf("unknown field: %v", err)
+	}
+}
