@@ -188,7 +188,8 @@ func TestUnavailable(t *testing.T) {
 	}{
 		{"no device", spawnTest("fake-nodevice"), "CUDA_ERROR_NO_DEVICE"},
 		{"no image for this GPU", spawnTest("fake-nobinary"), "no image for sm_80"},
-		{"device ordinal out of range", spawnTest("real", "--fatbin", fatbin, "--device", "0"), ""},
+		// The production worker with device 99: "no CUDA driver" here, "--device 99: this machine has N" on a GPU host.
+		{"real worker, device 99", spawnTest("real", "--fatbin", fatbin, "--device", "99"), ""},
 		{"worker cannot start", func() *exec.Cmd { return exec.Command(dir + "/missing-binary") }, "starting the GPU worker"},
 		{"worker dies before hello", func() *exec.Cmd { return exec.Command("/bin/sh", "-c", "echo boom >&2; exit 3") }, "died during start-up: exit status 3: boom"},
 	}

@@ -106,7 +106,9 @@ func writeDevice(w io.Writer, drv cuda.Driver, openErr error, n int, imgs []cuda
 		fmt.Fprintf(w, "  unavailable: %v\n", err)
 		return
 	}
-	line := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-14s "+format+"\n", append([]any{k + ":"}, args...)...) }
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(w, "  %-14s "+format+"\n", append([]any{k + ":"}, args...)...)
+	}
 	line("name", "%s", d.Name)
 	if d.UUID != "" {
 		line("uuid", "%s", d.UUID)

@@ -1,0 +1,210 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// The packed structs must match the C layout the kernels were compiled
+// against (x86-64 and aarch64 LP64: 8-byte pointers and int64, natural
+// alignment). Offsets are worked out by hand from topk.h / normrope.h.
+
+func u64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+func i32(b []byte, off int) int32  { return int32(binary.LittleEndian.Uint32(b[off:])) }
+
+func topkTensors(batch, stride, maxPages, k int, raw bool) map[string]devTensor {
+	ts := map[string]devTensor{
+		"scores":       {difftest.F32, []int{batch, stride}, 0x1000},
+		"seq_lens":     {difftest.I32, []int{batch}, 0x2000},
+		"page_table":   {difftest.I32, []int{batch, maxPages}, 0x3000},
+		"page_indices": {difftest.I32, []int{batch, k}, 0x4000},
+	}
+	if raw {
+		ts["raw_indices"] = devTensor{difftest.I32, []int{batch, k}, 0x5000}
+	}
+	return ts
+}
+
+func TestPackTopkLayout(t *testing.T) {
+	if topkParamsSize != 72 {
+		t.Fatalf("sizeof(kd_topk_params) = %d, want 72 (5 pointers, 2 int64, 3 int32, padding)", topkParamsSize)
+	}
+	l, err := packTopk([]byte(`{"K":1024,"P":64,"return_raw":true,"batch":3}`), topkTensors(3, 70000, 1094, 1024, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Entry != "kd_topk_transform_1024" || l.Grid != (cuda.Dim3{X: 3, Y: 1, Z: 1}) || l.Block.X == 0 || l.Block.Y != 1 {
+		t.Fatalf("launch %+v", l)
+	}
+	a := l.Args[0]
+	want := []struct {
+		field string
+		got   uint64
+		want  uint64
+	}{
+		{"scores", u64(a, 0), 0x1000}, {"seq_lens", u64(a, 8), 0x2000}, {"page_table", u64(a, 16), 0x3000},
+		{"page_indices", u64(a, 24), 0x4000}, {"raw_indices", u64(a, 32), 0x5000},
+		{"stride", u64(a, 40), 70000}, {"max_pages", u64(a, 48), 1094},
+		{"batch", uint64(i32(a, 56)), 3}, {"log2_page", uint64(i32(a, 60)), 6}, {"k", uint64(i32(a, 64)), 1024},
+	}
+	for _, w := range want {
+		if w.got != w.want {
+			t.Errorf("%s = %#x, want %#x", w.field, w.got, w.want)
+		}
+	}
+	// Without raw_indices the pointer is NULL.
+	l, err = packTopk([]byte(`{"K":512,"P":1}`), topkTensors(1, 600, 600, 512, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u64(l.Args[0], 32) != 0 || i32(l.Args[0], 60) != 0 || l.Entry != "kd_topk_transform_512" {
+		t.Errorf("raw_indices %#x, log2_page %d, entry %s", u64(l.Args[0], 32), i32(l.Args[0], 60), l.Entry)
+	}
+	// An empty batch launches nothing.
+	l, err = packTopk([]byte(`{"K":2048,"P":1}`), topkTensors(0, 4, 4, 2048, false))
+	if err != nil || l.Grid.X != 0 {
+		t.Errorf("empty batch: %+v, %v", l.Grid, err)
+	}
+}
+
+func TestPackTopkErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		params string
+		edit   func(ts map[string]devTensor)
+		want   string
+	}{
+		{"K without an entry point", `{"K":4,"P":1}`, nil, "K: the CUDA kernel instantiates K = 512, 1024, 2048 only, got 4"},
+		{"P not a power of two", `{"K":512,"P":48}`, nil, "P: page size must be a power of two in [1, 2^30], got 48"},
+		{"P zero", `{"K":512,"P":0}`, nil, "got 0"},
+		{"seq_lens too short", `{"K":512,"P":1}`, func(ts map[string]devTensor) { ts["seq_lens"] = devTensor{difftest.I32, []int{1}, 0} }, "seq_lens: dimension 0 is 1, must equal batch (rows of scores) = 2"},
+		{"scores as bf16", `{"K":512,"P":1}`, func(ts map[string]devTensor) { ts["scores"] = devTensor{difftest.BF16, []int{2, 600}, 0} }, "scores: dtype must be F32, got BF16"},
+		{"output K mismatch", `{"K":1024,"P":1}`, nil, "page_indices: dimension 1 is 512, must equal K = 1024"},
+		{"raw asked, not given", `{"K":512,"P":1,"return_raw":true}`, nil, "raw_indices: params ask for raw indices"},
+		{"no page_table", `{"K":512,"P":1}`, func(ts map[string]devTensor) { delete(ts, "page_table") }, "page_table: missing from the case"},
+		{"params not JSON object", `[1]`, nil, "params: topk_transform params do not decode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := topkTensors(2, 600, 600, 512, false)
+			if tt.edit != nil {
+				tt.edit(ts)
+			}
+			_, err := packTopk([]byte(tt.params), ts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), difftest.ErrInvalidInput.Error()) {
+				t.Errorf("error %q is not an InputError", err)
+			}
+		})
+	}
+}
+
+func normTensors(n, stride, maxPos, pages, pageBytes int, bias bool) map[string]devTensor {
+	ts := map[string]devTensor{
+		"x":         {difftest.BF16, []int{n, stride}, 0x10000},
+		"weight":    {difftest.F32, []int{128}, 0x20000},
+		"freqs":     {difftest.F32, []int{maxPos, 64}, 0x40000},
+		"positions": {difftest.I64, []int{n}, 0x50000},
+		"out_loc":   {difftest.I64, []int{n}, 0x60000},
+		"cache":     {difftest.U8, []int{pages, pageBytes}, 0x70000},
+	}
+	if bias {
+		ts["bias"] = devTensor{difftest.F32, []int{128}, 0x30000}
+	}
+	return ts
+}
+
+func TestPackNormRopeLayout(t *testing.T) {
+	if normRopeParamsSize != 120 {
+		t.Fatalf("sizeof(kd_normrope_params) = %d, want 120 (7 pointers, 4 int64, f32, 7 int32, padding)", normRopeParamsSize)
+	}
+	v32 := `{"norm":"layer","rope_offset":0,"rope_style":"neox","hadamard":true,"store":"fp8","scale_fmt":"ue8m0","page_size":64,"num_pages":3,"eps":1e-6}`
+	l, err := packNormRope([]byte(v32), normTensors(9, 160, 4096, 3, 132*64, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Entry != "kd_norm_rope_store" || l.Grid.X != 2 || l.Block.X != 256 {
+		t.Fatalf("launch %+v: 9 tokens at 8 per block need 2 blocks of 256 threads", l)
+	}
+	a := l.Args[0]
+	ptrs := []uint64{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000}
+	for i, p := range ptrs {
+		if u64(a, 8*i) != p {
+			t.Errorf("pointer %d = %#x, want %#x", i, u64(a, 8*i), p)
+		}
+	}
+	ints := []struct {
+		field     string
+		off       int
+		got, want int64
+	}{
+		{"x_stride", 56, int64(u64(a, 56)), 160}, {"num_tokens", 64, int64(u64(a, 64)), 9},
+		{"max_pos", 72, int64(u64(a, 72)), 4096}, {"num_pages", 80, int64(u64(a, 80)), 3},
+		{"log2_page", 92, int64(i32(a, 92)), 6}, {"norm", 96, int64(i32(a, 96)), 1},
+		{"rope_offset", 100, int64(i32(a, 100)), 0}, {"rope_style", 104, int64(i32(a, 104)), 0},
+		{"hadamard", 108, int64(i32(a, 108)), 1}, {"store", 112, int64(i32(a, 112)), 0},
+		{"scale_fmt", 116, int64(i32(a, 116)), 1},
+	}
+	for _, w := range ints {
+		if w.got != w.want {
+			t.Errorf("%s (offset %d) = %d, want %d", w.field, w.off, w.got, w.want)
+		}
+	}
+	if eps := math.Float32frombits(binary.LittleEndian.Uint32(a[88:])); eps != 1e-6 {
+		t.Errorf("eps = %g", eps)
+	}
+	// v4-bf16 without bias: NULL bias, interleaved, offset 64, BF16 pages.
+	v4 := `{"norm":"rms","rope_offset":64,"rope_style":"interleaved","hadamard":true,"store":"bf16","scale_fmt":"plain","page_size":1,"num_pages":5,"eps":1e-6}`
+	l, err = packNormRope([]byte(v4), normTensors(8, 128, 10, 5, 256, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = l.Args[0]
+	if u64(a, 16) != 0 || i32(a, 96) != 0 || i32(a, 100) != 64 || i32(a, 104) != 1 || i32(a, 112) != 1 || l.Grid.X != 1 {
+		t.Errorf("v4-bf16 packed bias %#x norm %d off %d style %d store %d grid %d", u64(a, 16), i32(a, 96), i32(a, 100), i32(a, 104), i32(a, 112), l.Grid.X)
+	}
+	l, err = packNormRope([]byte(v4), normTensors(0, 128, 10, 5, 256, false))
+	if err != nil || l.Grid.X != 0 {
+		t.Errorf("N = 0: %+v, %v", l.Grid, err)
+	}
+}
+
+func TestPackNormRopeErrors(t *testing.T) {
+	base := `"rope_offset":64,"rope_style":"interleaved","hadamard":false,"store":"fp8","scale_fmt":"plain","page_size":2,"num_pages":4,"eps":1e-6`
+	tests := []struct {
+		name   string
+		params string
+		edit   func(ts map[string]devTensor)
+		want   string
+	}{
+		{"layer norm without bias", `{"norm":"layer",` + base + `}`, nil, "bias: LayerNorm needs a bias tensor"},
+		{"unknown norm", `{"norm":"group",` + base + `}`, nil, `norm: unknown value "group"`},
+		{"rope offset 32", `{"norm":"rms","rope_offset":32,"rope_style":"neox","store":"fp8","scale_fmt":"plain","page_size":2,"eps":1e-6}`, nil, "rope_offset: must be 0 or 64, got 32"},
+		{"eps zero", `{"norm":"rms","rope_offset":0,"rope_style":"neox","store":"fp8","scale_fmt":"plain","page_size":2,"eps":0}`, nil, "eps: must be finite and > 0"},
+		{"cache page bytes for bf16", `{"norm":"rms",` + strings.Replace(base, `"fp8"`, `"bf16"`, 1) + `}`, nil, "cache: dimension 1 is 264, must equal page bytes for store bf16 and P = 512"},
+		{"x stride below 128", `{"norm":"rms",` + base + `}`, func(ts map[string]devTensor) { ts["x"] = devTensor{difftest.BF16, []int{4, 64}, 0} }, "x: row stride (dimension 1) must be ≥ 128, got 64"},
+		{"positions short", `{"norm":"rms",` + base + `}`, func(ts map[string]devTensor) { ts["positions"] = devTensor{difftest.I64, []int{3}, 0} }, "positions: dimension 0 is 3, must equal N (rows of x) = 4"},
+		{"freqs not 64 wide", `{"norm":"rms",` + base + `}`, func(ts map[string]devTensor) { ts["freqs"] = devTensor{difftest.F32, []int{10, 32}, 0} }, "freqs: dimension 1 is 32"},
+		{"out_loc as i32", `{"norm":"rms",` + base + `}`, func(ts map[string]devTensor) { ts["out_loc"] = devTensor{difftest.I32, []int{4}, 0} }, "out_loc: dtype must be I64, got I32"},
+		{"num_pages disagrees", `{"norm":"rms",` + strings.Replace(base, `"num_pages":4`, `"num_pages":5`, 1) + `}`, nil, "cache: dimension 0 is 4, must equal num_pages = 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := normTensors(4, 128, 10, 4, 264, false)
+			if tt.edit != nil {
+				tt.edit(ts)
+			}
+			_, err := packNormRope([]byte(tt.params), ts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
