@@ -1,0 +1,208 @@
+// Case construction for norm_rope_store: suite parameters → Params and
+// seeded input tensors (NewCase), capture tensors → case (FromTensors).
+
+package normrope
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// Philox tensor indices of the generator (DESIGN.md §5: counter = (tensor
+// index, block offset)); per-row streams start at block row<<32.
+const (
+	streamX         = 0 // x, one stream per token row
+	streamWeight    = 1
+	streamBias      = 2
+	streamPositions = 4
+	streamOutLoc    = 5
+	streamPlan      = 6 // per-case choices of a family (kinds, targets)
+)
+
+// gen is one case being generated.
+type gen struct {
+	family string
+	key    uint64
+	p      Params
+	n      int
+	stride int
+	maxPos int
+	holes  bool
+	x      *difftest.Tensor
+	w, b   *difftest.Tensor
+	pos    *difftest.Tensor
+	loc    *difftest.Tensor
+}
+
+// NewCase draws the case spec describes (see Families for the input
+// families and their parameters). Suite parameters, all optional:
+//
+//	preset     "v32" | "v4" | "v4-bf16" (default "v4"), then overrides:
+//	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model
+//	P          page size (default 64)
+//	N          tokens (default 96)
+//	x_stride   row stride of x, ≥ 128 (default 128; padding holds NaN)
+//	max_pos    rows of freqs (default 4096; family "positions": the
+//	           model's full context for v32, 262144 for v4)
+//	num_pages  cache pages (default: room for N + max(1, N/8) slots)
+//	holes      give about 1/8 of the tokens out_loc −1 (default true; the
+//	           last token always writes, so tail handling is exercised)
+//
+// Unknown parameters, unknown families and configurations a family cannot
+// honour are errors naming the case.
+func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
+	fam, ok := families[spec.Family]
+	if !ok {
+		return nil, fmt.Errorf("case %s: unknown family %q (want one of %v)", spec.ID(), spec.Family, Families())
+	}
+	pp := difftest.NewParams(spec.ID(), spec.Params)
+	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16)
+	p, err := Preset(preset, pp.Int("P", 64))
+	if err != nil {
+		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	}
+	p.Norm = pp.String("norm", p.Norm, NormRMS, NormLayer)
+	p.RopeOffset = pp.Int("rope_offset", p.RopeOffset)
+	p.RopeStyle = pp.String("rope_style", p.RopeStyle, StyleNeox, StyleInterleaved)
+	p.Hadamard = pp.Bool("hadamard", p.Hadamard)
+	p.Store = pp.String("store", p.Store, StoreFP8, StoreBF16)
+	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
+	p.Eps = float32(pp.Float("eps", float64(DefaultEps)))
+	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
+	g := &gen{family: spec.Family, key: key, p: p}
+	g.n = pp.Int("N", 96)
+	g.stride = pp.Int("x_stride", Dim)
+	g.maxPos = pp.Int("max_pos", fam.maxPos(p))
+	g.holes = pp.Bool("holes", true)
+	numPages := pp.Int("num_pages", 0)
+	if err := pp.Err(); err != nil {
+		return nil, err
+	}
+	need := fam.slots(g.n, p.PageSize)
+	g.p.NumPages = (need + p.PageSize - 1) / max(p.PageSize, 1)
+	if numPages != 0 {
+		if numPages*p.PageSize < need {
+			return nil, fmt.Errorf("case %s: num_pages %d holds %d slots, family %s needs %d", spec.ID(), numPages, numPages*p.PageSize, spec.Family, need)
+		}
+		g.p.NumPages = numPages
+	}
+	switch {
+	case g.n < 1:
+		return nil, fmt.Errorf("case %s: N must be ≥ 1, got %d", spec.ID(), g.n)
+	case g.stride < Dim:
+		return nil, fmt.Errorf("case %s: x_stride must be ≥ %d, got %d", spec.ID(), Dim, g.stride)
+	case g.maxPos < 1:
+		return nil, fmt.Errorf("case %s: max_pos must be ≥ 1, got %d", spec.ID(), g.maxPos)
+	}
+	if err := g.p.Check(); err != nil {
+		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	}
+	if fam.needs != nil {
+		if err := fam.needs(g.p); err != nil {
+			return nil, fmt.Errorf("case %s: family %s: %w", spec.ID(), spec.Family, err)
+		}
+	}
+	freqs, err := FreqsTable(g.p.Model, g.maxPos)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	}
+	g.alloc()
+	g.defaults()
+	fam.fill(g)
+	ft := difftest.MustTensor(NameFreqs, difftest.F32, g.maxPos, RopeDim)
+	for i, v := range freqs {
+		ft.SetF32(i, v)
+	}
+	return &difftest.Case{
+		ID: spec.ID(), Kernel: KernelName, Family: spec.Family, Seed: seed, Key: key, Params: g.p,
+		Inputs:  []*difftest.Tensor{g.x, g.w, g.b, ft, g.pos, g.loc},
+		Outputs: outputsOf(g.p),
+	}, nil
+}
+
+// outputsOf returns the output list of a configuration: the in-out cache.
+func outputsOf(p Params) []difftest.OutputSpec {
+	return []difftest.OutputSpec{{Name: NameCache, DType: difftest.U8, Shape: []int{p.NumPages, p.PageBytes()}, InOut: true}}
+}
+
+func (g *gen) alloc() {
+	g.x = difftest.MustTensor(NameX, difftest.BF16, g.n, g.stride)
+	g.w = difftest.MustTensor(NameWeight, difftest.F32, Dim)
+	g.b = difftest.MustTensor(NameBias, difftest.F32, Dim)
+	g.pos = difftest.MustTensor(NamePositions, difftest.I64, g.n)
+	g.loc = difftest.MustTensor(NameOutLoc, difftest.I64, g.n)
+}
+
+// defaults fills what most families share: weight 1 + 0.25·N(0,1), bias
+// 0.1·N(0,1) (f32, rounded once), positions uniform in [0, max_pos),
+// out_loc a random permutation of the slots with about 1/8 holes (never the
+// last token), and the padding columns of x with NaN.
+func (g *gen) defaults() {
+	ws, bs := rng.NewStream(g.key, streamWeight, 0), rng.NewStream(g.key, streamBias, 0)
+	for i := 0; i < Dim; i++ {
+		g.w.SetF32(i, float32(1+0.25*ws.Normal()))
+		g.b.SetF32(i, float32(0.1*bs.Normal()))
+	}
+	ps := rng.NewStream(g.key, streamPositions, 0)
+	for t := 0; t < g.n; t++ {
+		g.pos.SetI64(t, int64(ps.Intn(g.maxPos)))
+	}
+	ls := rng.NewStream(g.key, streamOutLoc, 0)
+	perm := ls.Perm(g.p.NumSlots())
+	for t := 0; t < g.n; t++ {
+		g.loc.SetI64(t, int64(perm[t]))
+	}
+	g.punchHoles()
+	for t := 0; t < g.n; t++ {
+		for i := Dim; i < g.stride; i++ {
+			g.x.SetU16(t*g.stride+i, 0x7FC0)
+		}
+	}
+}
+
+// punchHoles sets out_loc −1 on about 1/8 of the tokens before the last.
+func (g *gen) punchHoles() {
+	if !g.holes {
+		return
+	}
+	hs := rng.NewStream(g.key, streamOutLoc, 1<<32)
+	for t := 0; t < g.n-1; t++ {
+		if hs.Intn(8) == 0 {
+			g.loc.SetI64(t, -1)
+		}
+	}
+}
+
+// rows calls f for every token row with its own stream, in parallel.
+func (g *gen) rows(f func(t int, s *rng.Stream)) {
+	forTokens(g.n, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			f(t, rng.NewStream(g.key, streamX, uint64(t)<<32))
+		}
+	})
+}
+
+// FromTensors rebuilds a case from a capture file: params is the JSON of
+// Params, tensors holds at least the six inputs under their contract names
+// (a "cache" tensor, the canary-filled in-out buffer, is ignored; its
+// shape follows from params). Missing tensors and bad params are errors.
+func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
+	p, err := ParseParams(params)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: %w", id, err)
+	}
+	c := &difftest.Case{ID: id, Kernel: KernelName, Params: p, Outputs: outputsOf(p)}
+	for _, name := range InputNames {
+		t, ok := tensors[name]
+		if !ok || t == nil {
+			return nil, fmt.Errorf("case %s: capture has no tensor %q", id, name)
+		}
+		t = t.Clone()
+		t.Name = name
+		c.Inputs = append(c.Inputs, t)
+	}
+	return c, nil
+}

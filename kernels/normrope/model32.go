@@ -1,0 +1,237 @@
+// A binary32 model of a norm_rope_store kernel: the contract's formulas
+// evaluated in float32 with no intermediate widening, as a CUDA kernel
+// does (DESIGN.md §4: "the kernel computes in f32"). The mutant catalog is
+// built on it (each fault switched on alone), and the tests run its
+// fault-free variants, with several legitimate summation orders, through
+// Check to show the tolerance absorbs rounding and nothing more.
+
+package normrope
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// sim32 selects one binary32 kernel variant. The zero value is a plain
+// kernel: left-to-right sums, butterfly Hadamard scaled at the end,
+// correctly rounded 1/sqrt, division by the scale.
+type sim32 struct {
+	tree     bool   // pairwise (tree) sums, as warp shuffles form them
+	direct   bool   // Hadamard as 128 signed dot products, left to right
+	preScale bool   // scale by 128^-½ before the transform instead of after
+	rsqrtULP int    // move 1/sqrt(v) by this many f32 ULPs (rsqrtf is within 2)
+	recip    bool   // codes as z·(1/scale) instead of z/scale
+	fault    string // a mutant name of mutants.go, or ""
+}
+
+// sum32 adds v in float32, left to right or pairwise.
+func sum32(v []float32, tree bool) float32 {
+	if !tree {
+		var s float32
+		for _, x := range v {
+			s += x
+		}
+		return s
+	}
+	if len(v) == 1 {
+		return v[0]
+	}
+	h := len(v) / 2
+	return sum32(v[:h], true) + sum32(v[h:], true)
+}
+
+// rsqrt32 returns 1/sqrt(v) rounded to f32, moved by ulps ULPs.
+func rsqrt32(v float32, ulps int) float32 {
+	r := float32(1 / math.Sqrt(float64(v)))
+	for ; ulps > 0; ulps-- {
+		r = math.Nextafter32(r, float32(math.Inf(1)))
+	}
+	for ; ulps < 0; ulps++ {
+		r = math.Nextafter32(r, 0)
+	}
+	return r
+}
+
+// token computes token t's pre-store vector in binary32.
+func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
+	var x [Dim]float32
+	in.row32(t, &x)
+	var tmp [Dim]float32
+	eps := in.p.Eps
+	if in.p.Norm == NormRMS {
+		for i, v := range x {
+			tmp[i] = v * v
+		}
+		r := rsqrt32(sum32(tmp[:], s.tree)*(1.0/Dim)+eps, s.rsqrtULP)
+		for i, v := range x {
+			z[i] = v * r * in.w32[i]
+		}
+	} else {
+		mean := sum32(x[:], s.tree) * (1.0 / Dim)
+		var d [Dim]float32
+		for i, v := range x {
+			d[i] = v - mean
+			tmp[i] = d[i] * d[i]
+		}
+		r := rsqrt32(sum32(tmp[:], s.tree)*(1.0/Dim)+eps, s.rsqrtULP)
+		for i := range d {
+			z[i] = d[i]*r*in.w32[i] + in.b32[i]
+		}
+	}
+
+	style, off, pos := in.p.RopeStyle, in.p.RopeOffset, in.pos.I64(t)
+	switch s.fault {
+	case "rope-style-swap":
+		style = map[string]string{StyleNeox: StyleInterleaved, StyleInterleaved: StyleNeox}[style]
+	case "rope-half-swap":
+		off = RopeDim - off
+	case "rope-position-off-by-one":
+		pos++
+	}
+	cs := make([]float32, RopeDim) // a row past the table reads as zeros
+	if pos < int64(in.maxPos) {
+		cs = in.cosSin(pos)
+	}
+	for j := 0; j < RopeDim/2; j++ {
+		ia, ib := ropePair(style, off, j)
+		c, sn := cs[2*j], cs[2*j+1]
+		a, b := z[ia], z[ib]
+		z[ia] = a*c - b*sn
+		z[ib] = a*sn + b*c
+	}
+
+	if !in.p.Hadamard {
+		return
+	}
+	h := float32(hadamardScale)
+	if s.fault == "hadamard-unscaled" {
+		h = 1
+	}
+	if s.preScale {
+		for i := range z {
+			z[i] *= h
+		}
+	}
+	if s.direct {
+		var out [Dim]float32
+		for k := range out {
+			for j := range tmp {
+				tmp[j] = z[j]
+				if popParity(j & k) {
+					tmp[j] = -z[j]
+				}
+			}
+			out[k] = sum32(tmp[:], s.tree)
+		}
+		*z = out
+	} else {
+		for w := 1; w < Dim; w *= 2 {
+			for i := 0; i < Dim; i += 2 * w {
+				for j := i; j < i+w; j++ {
+					a, b := z[j], z[j+w]
+					z[j], z[j+w] = a+b, a-b
+				}
+			}
+		}
+	}
+	if !s.preScale {
+		for i := range z {
+			z[i] *= h
+		}
+	}
+}
+
+// popParity reports whether v has an odd number of one bits.
+func popParity(v int) bool {
+	v ^= v >> 4
+	v ^= v >> 2
+	v ^= v >> 1
+	return v&1 == 1
+}
+
+// run computes every token into cache, with the variant's fault.
+func (s sim32) run(in *inputs, cache []byte) {
+	p := in.p
+	slots := p.NumSlots()
+	each := forTokens
+	if s.fault == "write-negative-slot" {
+		each = func(n int, f func(lo, hi int)) { f(0, n) } // two tokens may share a slot: keep token order
+	}
+	each(in.n, func(lo, hi int) {
+		var z [Dim]float32
+		for t := lo; t < hi; t++ {
+			slot := int(in.loc.I64(t))
+			if slot < 0 {
+				if s.fault != "write-negative-slot" {
+					continue
+				}
+				slot = ((slot % slots) + slots) % slots // −1 wrapped: the last slot
+			}
+			if s.fault == "skip-tail-token" && in.n%8 != 0 && t == in.n-1 {
+				continue
+			}
+			s.token(in, t, &z)
+			if p.Store == StoreBF16 {
+				at, _ := slotBytes(p, slot)
+				for k, v := range z {
+					b := numeric.BF16FromF32(v)
+					if s.fault == "bf16-truncate" {
+						b = uint16(math.Float32bits(v) >> 16)
+					}
+					binary.LittleEndian.PutUint16(cache[at+2*k:], b)
+				}
+				continue
+			}
+			s.storeFP8(p, cache, slot, &z)
+		}
+	})
+}
+
+// storeFP8 quantises one token in binary32 and writes it.
+func (s sim32) storeFP8(p Params, cache []byte, slot int, z *[Dim]float32) {
+	var amax float32
+	for _, v := range z {
+		if a := float32(math.Abs(float64(v))); a > amax || a != a {
+			amax = a
+		}
+	}
+	if s.fault != "scale-no-floor" && !(amax >= float32(ScaleFloor)) && amax == amax {
+		amax = float32(ScaleFloor)
+	}
+	scale := amax / float32(numeric.E4M3Max)
+	if p.ScaleFmt == ScaleUE8M0 && scale > 0 && !math.IsInf(float64(scale), 0) {
+		frac, e := math.Frexp(float64(scale))
+		if s.fault == "ue8m0-floor" {
+			e-- // 2^floor(log2 s): frac·2^e with frac in [0.5, 1) floors to 2^(e−1)
+		} else if frac == 0.5 {
+			e--
+		}
+		scale = float32(math.Ldexp(1, e))
+	}
+	codesAt, scaleAt := slotBytes(p, slot)
+	if s.fault == "cache-scale-interleaved" {
+		page, off := slot>>p.Log2P(), slot&(p.PageSize-1)
+		codesAt = page*p.PageBytes() + off*(Dim+4)
+		scaleAt = codesAt + Dim
+	}
+	inv := 1 / scale
+	for k, v := range z {
+		q := v / scale
+		if s.recip {
+			q = v * inv
+		}
+		var code uint8
+		switch {
+		case s.fault == "fp8-double-round":
+			code = numeric.E4M3FromF32(numeric.F16ToF32(numeric.F16FromF32(q)))
+		case s.fault == "fp8-no-saturate" && math.Abs(float64(q)) > numeric.E4M3Max:
+			code = 0x7F | uint8(math.Float32bits(q)>>24)&0x80
+		default:
+			code = numeric.E4M3FromF32(q)
+		}
+		cache[codesAt+k] = code
+	}
+	binary.LittleEndian.PutUint32(cache[scaleAt:], math.Float32bits(scale))
+}
