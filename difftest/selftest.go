@@ -37,6 +37,7 @@ type SelftestConfig struct {
 	Seed     uint64
 	Timeout  time.Duration // per run
 	Parallel int           // rows run at once; < 1 means 1
+	Kernels  []string      // kernels to test; empty means every registered kernel
 	// Progress, when set, is called as each row ends.
 	Progress func(done, total int)
 }
@@ -56,6 +57,9 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok b
 	}
 	var jobs []job
 	for _, k := range Kernels() {
+		if len(cfg.Kernels) > 0 && !contains(cfg.Kernels, k.Name()) {
+			continue
+		}
 		jobs = append(jobs, job{k, ReferenceImpl{}, SelftestRow{Kernel: k.Name(), Mutant: "reference"}})
 		for _, m := range k.Mutants() {
 			jobs = append(jobs, job{k, MutantImpl{Kernel: k.Name(), Mutant: m}, SelftestRow{Kernel: k.Name(), Mutant: m.Name, Fault: m.Fault}})

@@ -42,6 +42,8 @@ func (e *SuiteError) Error() string {
 	if e.Case == "" {
 		return fmt.Sprintf("suite %s: %s", e.File, msg)
 	}
+	// Kernel and Params errors name the case themselves; say it once.
+	msg = strings.TrimPrefix(msg, "case "+e.Case+": ")
 	return fmt.Sprintf("suite %s: case %s: %s", e.File, e.Case, msg)
 }
 

@@ -97,7 +97,7 @@ func TestGenerateCaseErrors(t *testing.T) {
 		t.Fatalf("GenerateCase: %v", err)
 	}
 	_, _, err := GenerateCase(spec(map[string]any{"n": int64(4), "lenght": int64(3)}))
-	if err == nil || err.Error() != `suite x.toml: case fake_scatter/a: case fake_scatter/a: unknown param(s) lenght` {
+	if err == nil || err.Error() != `suite x.toml: case fake_scatter/a: unknown param(s) lenght` {
 		t.Errorf("unknown param: %v", err)
 	}
 	_, _, err = GenerateCase(spec(map[string]any{"n": int64(4), "invalid": true}))
