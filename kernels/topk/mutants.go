@@ -151,7 +151,7 @@ func (v *view) mutantRow(b int, f fault, s *scratch) []int32 {
 			}
 		}
 		straddle := tied > ties
-		m := 0
+		m, lastTie := 0, int32(-1)
 		for i, x := range keys {
 			if x > kth || x == kth && ties > 0 {
 				if x == kth {
@@ -159,11 +159,12 @@ func (v *view) mutantRow(b int, f fault, s *scratch) []int32 {
 					if f == faultTieHole && straddle {
 						continue // the tied picks are lost
 					}
-					if f == faultDupOnPlateau && straddle && ties == 0 && m > 0 && keys[pos[m-1]] == kth {
-						pos[m] = pos[m-1]
+					if f == faultDupOnPlateau && straddle && ties == 0 && lastTie >= 0 {
+						pos[m] = lastTie // the last tied pick repeats the previous one
 						m++
 						continue
 					}
+					lastTie = int32(i)
 				}
 				pos[m] = int32(i)
 				m++

@@ -1,0 +1,197 @@
+package topk
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// loadSuite decodes one of this kernel's suite files directly, so the test
+// does not depend on the harness.
+func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
+	t.Helper()
+	path := filepath.Join("..", "..", "fixtures", "suites", name, "topk.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Case []difftest.CaseSpec `toml:"case"`
+	}
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) < 2 || k[1] != "params" {
+			t.Fatalf("%s: unknown key %s", path, k)
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range f.Case {
+		if s.Kernel != KernelName || seen[s.Name] {
+			t.Fatalf("%s: case %q: wrong kernel or duplicate name", path, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return f.Case
+}
+
+// TestSuitesCatchMutants drives each suite the way the harness does
+// (NewCase → Validate → Reference into poisoned outputs → Check) and
+// requires: the reference passes every case and is equivalent to itself;
+// every mutant fails at least one case of default AND of quick.
+func TestSuitesCatchMutants(t *testing.T) {
+	for _, suite := range []string{"quick", "default"} {
+		t.Run(suite, func(t *testing.T) {
+			if suite == "default" && testing.Short() {
+				t.Skip("default suite in -short mode")
+			}
+			specs := loadSuite(t, suite)
+			mutants := Mutants()
+			caught := make([]string, len(mutants))
+			start := time.Now()
+			var refTime time.Duration
+			for _, spec := range specs {
+				c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+				if err != nil {
+					t.Fatalf("%s: %v", spec.ID(), err)
+				}
+				if err := Validate(c); err != nil {
+					t.Fatalf("%s: %v", spec.ID(), err)
+				}
+				t0 := time.Now()
+				want := runRef(t, c)
+				refTime += time.Since(t0)
+				got := runRef(t, c)
+				if r := Check(c, got, want); r.Failed() {
+					t.Errorf("%s: reference fails: %s", spec.ID(), r.Message)
+				}
+				if err := (Kernel{}).Equivalent(c, got, want); err != nil {
+					t.Errorf("%s: reference not equivalent to itself: %v", spec.ID(), err)
+				}
+				for i, m := range mutants {
+					if caught[i] != "" {
+						continue
+					}
+					outs := newOuts(c)
+					if err := m.Run(c, outs); err != nil {
+						t.Fatalf("%s on %s: %v", m.Name, spec.ID(), err)
+					}
+					if r := Check(c, outs, want); r.Failed() {
+						caught[i] = spec.Name + ": " + r.Message
+					}
+				}
+			}
+			for i, m := range mutants {
+				if caught[i] == "" {
+					t.Errorf("%s: mutant %s passes every case", suite, m.Name)
+				} else {
+					t.Logf("%-22s caught by %s", m.Name, caught[i])
+				}
+			}
+			t.Logf("%s: %d cases, reference %.2fs (one run per case), whole test %.2fs", suite, len(specs), refTime.Seconds(), time.Since(start).Seconds())
+		})
+	}
+}
+
+// TestQuickSeeds: the reference passes quick for several seeds, and every
+// mutant is still caught at another seed (the suites do not depend on one
+// lucky draw).
+func TestQuickSeeds(t *testing.T) {
+	specs := loadSuite(t, "quick")
+	mutants := Mutants()
+	for seed := uint64(2); seed <= 4; seed++ {
+		caught := make([]bool, len(mutants))
+		for _, spec := range specs {
+			c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runRef(t, c)
+			if r := Check(c, runRef(t, c), want); r.Failed() {
+				t.Errorf("seed %d %s: reference fails: %s", seed, spec.ID(), r.Message)
+			}
+			for i, m := range mutants {
+				if caught[i] {
+					continue
+				}
+				outs := newOuts(c)
+				if err := m.Run(c, outs); err != nil {
+					t.Fatal(err)
+				}
+				caught[i] = Check(c, outs, want).Failed()
+			}
+		}
+		for i, m := range mutants {
+			if !caught[i] {
+				t.Errorf("seed %d: mutant %s passes quick", seed, m.Name)
+			}
+		}
+	}
+}
+
+// TestMutantsOneFault: each mutant is exact where its fault cannot bite
+// and wrong where it does.
+func TestMutantsOneFault(t *testing.T) {
+	const K = 64
+	p := func(extra map[string]any, lengths ...int) map[string]any {
+		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	type shape struct {
+		family string
+		params map[string]any
+	}
+	tests := []struct {
+		mutant       string
+		passes, fail shape
+	}{
+		{"topk-capacity-4096", shape{"gaussian", p(nil, 3000, 10)}, shape{"lowcontrast", p(nil, 16384)}},
+		{"topk-coarse-only", shape{"equal", p(nil, 500, 64)}, shape{"lowcontrast", p(nil, 16384)}},
+		{"topk-tie-hole", shape{"gaussian", p(nil, 500, 3, 64)}, shape{"straddle", p(nil, 500)}},
+		{"topk-flt-max-sentinel", shape{"gaussian", p(nil, 500, 3)}, shape{"masked", p(nil, 500)}},
+		{"topk-nan-garbage", shape{"masked", p(nil, 500, 3)}, shape{"specials", p(nil, 500)}},
+		{"topk-past-length", shape{"gaussian", p(nil, 500)}, shape{"gaussian", p(nil, 500, 100)}},
+		{"topk-length-minus-one", shape{"masked", p(map[string]any{"finite": int64(10)}, 500)}, shape{"gaussian", p(nil, 5)}},
+		{"topk-dup-on-plateau", shape{"gaussian", p(nil, 500, 3)}, shape{"straddle", p(nil, 500)}},
+		{"topk-page-row0", shape{"gaussian", p(map[string]any{"pages": "identity"}, 500, 300, 3)}, shape{"gaussian", p(nil, 500, 300)}},
+		{"topk-short-row-order", shape{"gaussian", p(nil, 500, 65, 1)}, shape{"gaussian", p(nil, 500, 7)}},
+	}
+	byName := map[string]difftest.Mutant{}
+	for _, m := range Mutants() {
+		byName[m.Name] = m
+	}
+	if len(byName) != len(tests) {
+		t.Fatalf("%d mutants, %d table rows", len(byName), len(tests))
+	}
+	for _, tt := range tests {
+		m, ok := byName[tt.mutant]
+		if !ok {
+			t.Fatalf("no mutant %s", tt.mutant)
+		}
+		for _, sh := range []struct {
+			s        shape
+			wantFail bool
+		}{{tt.passes, false}, {tt.fail, true}} {
+			c := gen(t, sh.s.family, tt.mutant+"-"+sh.s.family, sh.s.params)
+			want := runRef(t, c)
+			outs := newOuts(c)
+			if err := m.Run(c, outs); err != nil {
+				t.Fatal(err)
+			}
+			if r := Check(c, outs, want); r.Failed() != sh.wantFail {
+				t.Errorf("%s on %s %v: failed=%v (%s), want failed=%v", tt.mutant, sh.s.family, sh.s.params["lengths"], r.Failed(), r.Message, sh.wantFail)
+			}
+		}
+	}
+}
