@@ -1,0 +1,85 @@
+package normrope
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// legitimate lists binary32 kernels that compute the contract correctly
+// but differently from one another: summation order, Hadamard algorithm
+// and scaling point, an rsqrtf up to 2 ULP off, division or reciprocal
+// product for the codes.
+var legitimate = []struct {
+	name string
+	sim  sim32
+}{
+	{"sequential", sim32{}},
+	{"tree", sim32{tree: true}},
+	{"tree-direct-hadamard", sim32{tree: true, direct: true}},
+	{"sequential-direct-prescale", sim32{direct: true, preScale: true}},
+	{"tree-rsqrt+2ulp-recip", sim32{tree: true, rsqrtULP: 2, recip: true}},
+	{"sequential-rsqrt-2ulp-prescale", sim32{rsqrtULP: -2, preScale: true}},
+}
+
+// falseAlarmConfigs is every configuration combination the families
+// accept, as suite parameters.
+func falseAlarmConfigs() []map[string]any {
+	var out []map[string]any
+	for _, norm := range []string{NormRMS, NormLayer} {
+		for _, off := range []int64{0, 64} {
+			for _, style := range []string{StyleNeox, StyleInterleaved} {
+				for _, had := range []bool{true, false} {
+					for _, st := range [][2]string{{StoreFP8, ScalePlain}, {StoreFP8, ScaleUE8M0}, {StoreBF16, ScalePlain}} {
+						out = append(out, map[string]any{"norm": norm, "rope_offset": off, "rope_style": style, "hadamard": had, "store": st[0], "scale_fmt": st[1]})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestNoFalseAlarms runs every legitimate binary32 kernel over every
+// family and configuration (tens of thousands of tokens) and requires
+// Check to pass them all: the tolerance absorbs rounding.
+func TestNoFalseAlarms(t *testing.T) {
+	n := int64(48)
+	seeds := 1 // KD_LONG=1: 10 seeds, about 190k tokens
+	if os.Getenv("KD_LONG") != "" {
+		seeds = 10
+	}
+	tokens := 0
+	for _, fam := range Families() {
+		for ci, cfg := range falseAlarmConfigs() {
+			spec := difftest.CaseSpec{Kernel: KernelName, Family: fam, Name: fmt.Sprintf("fa/%s/%d", fam, ci), Params: map[string]any{"N": n, "P": int64(4)}}
+			for k, v := range cfg {
+				spec.Params[k] = v
+			}
+			if fam == "positions" {
+				spec.Params["max_pos"] = int64(5000)
+			}
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
+				if err != nil {
+					continue // the family does not take this configuration
+				}
+				want := newCache(c)
+				if err := Compute(c, want); err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range legitimate {
+					failed, why := outcome(t, c, want, func(o []*difftest.Tensor) error { return runSim(c, o, l.sim) })
+					if failed {
+						t.Errorf("%s seed %d %v, kernel %s: false alarm: %s", c.ID, seed, c.Params, l.name, why)
+					}
+				}
+				tokens += int(n)
+			}
+		}
+	}
+	t.Logf("%d tokens × %d kernel variants, no false alarm", tokens, len(legitimate))
+}
