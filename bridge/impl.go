@@ -6,7 +6,9 @@ package bridge
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +48,7 @@ type Impl struct {
 	packers map[string]packer
 	w       *workerProc
 	device  string
+	props   map[string]string
 	seq     uint64
 	starts  int // workers started, for tests and messages
 }
@@ -83,9 +86,19 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
 	spawn := func() *exec.Cmd {
-		return exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device))
+		cmd := exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device))
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		return cmd
 	}
-	return newImpl(opts.Timeout, spawn, packers())
+	im, rerr := newImpl(opts.Timeout, spawn, packers())
+	if rerr != nil {
+		return nil, rerr
+	}
+	if b, err := os.ReadFile(abs); err == nil {
+		sum := sha256.Sum256(b)
+		im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
+	}
+	return im, nil
 }
 
 // newImpl builds the implementation over any worker command (tests start
@@ -98,6 +111,9 @@ func newImpl(timeout time.Duration, spawn func() *exec.Cmd, pk map[string]packer
 	if err := im.start(context.Background(), true); err != nil {
 		return nil, err
 	}
+	if im.props == nil {
+		im.props = map[string]string{}
+	}
 	return im, nil
 }
 
@@ -106,6 +122,18 @@ func (im *Impl) Name() string { return "cuda" }
 
 // Device describes the device the first worker opened.
 func (im *Impl) Device() string { return im.device }
+
+// Properties implements difftest.PropertyProvider: the device, its CUDA
+// and driver versions (from the first worker) and the fatbin's SHA-256.
+func (im *Impl) Properties() map[string]string {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	out := make(map[string]string, len(im.props))
+	for k, v := range im.props {
+		out[k] = v
+	}
+	return out
+}
 
 // start launches a worker and waits for its hello. first selects the
 // class of a failure: Unavailable for the first worker (nothing can be
@@ -170,6 +198,7 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 		}
 		if im.device == "" {
 			im.device = r.Device
+			im.props = r.Props
 		}
 		im.w = w
 		return nil

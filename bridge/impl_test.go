@@ -17,7 +17,7 @@ import (
 func spawnTest(mode string, args ...string) func() *exec.Cmd {
 	return func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), envWorker+"="+mode)
+		cmd.Env = append(os.Environ(), envWorker+"="+mode, workerEnv+"=1")
 		return cmd
 	}
 }
@@ -64,6 +64,9 @@ func TestWorkerFaultsAndRestart(t *testing.T) {
 	defer im.Close()
 	if !strings.Contains(im.Device(), "Fake GPU (sm_90") {
 		t.Errorf("Device() = %q", im.Device())
+	}
+	if p := im.Properties(); p[difftest.PropDevice] != "Fake GPU (sm_90)" || p[difftest.PropCUDA] != "13.0" {
+		t.Errorf("Properties() = %v", p)
 	}
 	steps := []struct {
 		name     string

@@ -13,6 +13,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -98,7 +99,11 @@ func writeFatbin(w io.Writer, path string) []cuda.FatbinImage {
 func writeDevice(w io.Writer, drv cuda.Driver, openErr error, n int, imgs []cuda.FatbinImage) {
 	fmt.Fprintf(w, "device %d:\n", n)
 	if openErr != nil {
-		fmt.Fprintf(w, "  unavailable: no CUDA driver: %v\n", openErr)
+		if errors.Is(openErr, cuda.ErrNoDriver) {
+			fmt.Fprintf(w, "  unavailable: %v\n", openErr)
+		} else {
+			fmt.Fprintf(w, "  unavailable: CUDA driver: %v\n", openErr)
+		}
 		return
 	}
 	d, err := cuda.Describe(drv, n)

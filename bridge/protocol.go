@@ -27,6 +27,11 @@ import (
 // workerCommand is the hidden subcommand that runs the worker.
 const workerCommand = "cuda-worker"
 
+// workerEnv is set to "1" in the worker's environment by its parent; the
+// worker command refuses to run without it, so that started by hand it
+// never writes to whatever fds 3 and 4 happen to be.
+const workerEnv = "KD_CUDA_WORKER"
+
 // Protocol file descriptors in the worker.
 const (
 	requestFD = 3
@@ -70,6 +75,9 @@ type reply struct {
 	Class       difftest.Class
 	Msg         string
 	Sticky      bool // the context is lost; the worker exits after this reply
+	// Props (hello only): report properties, keys difftest.PropDevice,
+	// PropDriver and PropCUDA.
+	Props map[string]string
 }
 
 // tail keeps the last max bytes written to it (a worker's stdout/stderr).

@@ -41,6 +41,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if os.Getenv(workerEnv) != "1" {
+		fmt.Fprintln(stderr, "cuda-worker: runs under `difftest run --impl cuda`, which passes the protocol pipes on fds 3 and 4")
+		return 2
+	}
 	req := os.NewFile(requestFD, "requests")
 	rep := os.NewFile(replyFD, "replies")
 	if req == nil || rep == nil {

@@ -38,12 +38,12 @@ func serve(r io.Reader, w io.Writer, drv cuda.Driver, fatbin []byte, device int,
 	defer runtime.UnlockOSThread()
 	enc := gob.NewEncoder(w)
 	wk := &worker{drv: drv, packers: packers, funcs: map[string]cuda.Function{}}
-	desc, err := wk.open(fatbin, device)
+	desc, props, err := wk.open(fatbin, device)
 	if err != nil {
 		_ = enc.Encode(reply{Class: difftest.Unavailable, Msg: err.Error()})
 		return err
 	}
-	if err := enc.Encode(reply{Device: desc}); err != nil {
+	if err := enc.Encode(reply{Device: desc, Props: props}); err != nil {
 		return err
 	}
 	dec := gob.NewDecoder(r)
@@ -68,7 +68,22 @@ func serve(r io.Reader, w io.Writer, drv cuda.Driver, fatbin []byte, device int,
 
 // open initialises the driver, makes device n's primary context current
 // and loads the fatbin. Every failure here means nothing can be tested.
-func (wk *worker) open(fatbin []byte, n int) (string, error) {
+func (wk *worker) open(fatbin []byte, n int) (string, map[string]string, error) {
+	desc, err := wk.openDevice(fatbin, n)
+	if err != nil {
+		return "", nil, err
+	}
+	props := map[string]string{difftest.PropDevice: desc}
+	if info, err := cuda.Describe(wk.drv, n); err == nil {
+		props[difftest.PropDevice] = fmt.Sprintf("%s (sm_%d%d)", info.Name, info.CCMajor, info.CCMinor)
+		props[difftest.PropCUDA] = info.CUDAVersionString()
+		props[difftest.PropDriver] = info.DriverVersion
+	}
+	return desc, props, nil
+}
+
+// openDevice does the work of open and returns the device's description.
+func (wk *worker) openDevice(fatbin []byte, n int) (string, error) {
 	d := wk.drv
 	if err := d.Init(); err != nil {
 		if errors.Is(err, cuda.ErrNoDriver) {

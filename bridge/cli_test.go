@@ -1,0 +1,89 @@
+package bridge
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildDifftest builds cmd/difftest with the Makefile's link flags into a
+// temporary folder, or skips when the command does not build here yet or
+// does not include this package.
+func buildDifftest(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds cmd/difftest")
+	}
+	bin := filepath.Join(t.TempDir(), "difftest")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", bin, "../cmd/difftest")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cmd/difftest does not build: %v\n%s", err, out)
+	}
+	out, _ := exec.Command(bin, "info").CombinedOutput()
+	if !strings.Contains(string(out), "fatbin:") {
+		t.Skip("cmd/difftest does not link package bridge (blank import missing)")
+	}
+	return bin
+}
+
+// DESIGN.md §7 and issue 4: on a machine without a driver, `difftest run`
+// (default implementation cuda) exits 125 within 5 s with a one-line
+// reason, whether or not a fatbin is there.
+func TestRunWithoutDriverExits125(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	bin := buildDifftest(t)
+	fatbin := filepath.Join(t.TempDir(), "kernels.fatbin")
+	if err := os.WriteFile(fatbin, []byte{0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "--suite", "quick", "--fatbin", fatbin},
+		{"run", "--suite", "quick", "--fatbin", fatbin, "--impl", "cuda"},
+		{"run", "--suite", "quick", "--fatbin", filepath.Join(t.TempDir(), "missing.fatbin")},
+	} {
+		t0 := time.Now()
+		cmd := exec.Command(bin, args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		elapsed := time.Since(t0)
+		code := cmd.ProcessState.ExitCode()
+		if code != 125 {
+			t.Fatalf("%v: exit %d (%v), want 125\nstdout: %s\nstderr: %s", args, code, err, stdout.String(), stderr.String())
+		}
+		if elapsed > 5*time.Second {
+			t.Errorf("%v: took %v, want under 5 s", args, elapsed)
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" || strings.Contains(msg, "\n") {
+			t.Errorf("%v: stderr %q, want one line", args, msg)
+		}
+		t.Logf("%v → 125 in %v: %s", args, elapsed.Round(time.Millisecond), msg)
+	}
+}
+
+// `difftest info` without a driver prints the build and fatbin sections,
+// says why the device is unavailable, and exits 0.
+func TestInfoWithoutDriver(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	bin := buildDifftest(t)
+	out, err := exec.Command(bin, "info", "--fatbin", filepath.Join(t.TempDir(), "none.fatbin")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("info: %v\n%s", err, out)
+	}
+	for _, want := range []string{"build:", "go:        go1.", "fatbin: ", "unavailable: open", "device 0:", "unavailable: no CUDA driver: dlopen libcuda.so.1"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("info output lacks %q:\n%s", want, out)
+		}
+	}
+}
