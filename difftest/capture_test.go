@@ -537,3 +537,79 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// TestCaptureTopK round-trips a real topk_transform case (registered by
+// the import in exec_test.go), then replays it with scores stored as I32.
+func TestCaptureTopK(t *testing.T) {
+	k, ok := difftest.LookupKernel("topk_transform")
+	if !ok {
+		t.Fatal("topk_transform is not registered")
+	}
+	spec := difftest.CaseSpec{Kernel: "topk_transform", Family: "straddle", Name: "capture",
+		Params: map[string]any{"K": int64(8), "P": int64(2), "lengths": []any{int64(40), int64(0), int64(9)}}}
+	c, err := k.NewCase(spec, 3, 0x13198a2e03707344)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]*difftest.Tensor, len(c.Outputs))
+	for i, o := range c.Outputs {
+		want[i] = difftest.MustTensor(difftest.WantPrefix+o.Name, o.DType, o.Shape...)
+	}
+	if err := k.Reference(c, want); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "topk.safetensors")
+	if err := difftest.WriteCapture(path, c, want); err != nil {
+		t.Fatal(err)
+	}
+	back, extra, err := difftest.ReadCapture(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range c.Inputs {
+		if b := back.Input(in.Name); b == nil || b.Digest() != in.Digest() {
+			t.Errorf("input %s: SHA-256 changed across the capture", in.Name)
+		}
+	}
+	if diff := cmp.Diff(c.Params, back.Params); diff != "" {
+		t.Errorf("params (-wrote +read):\n%s", diff)
+	}
+	if back.Seed != 3 || back.Key != 0x13198a2e03707344 || back.Family != "straddle" || back.ID != c.ID {
+		t.Errorf("identity: %q %q seed %d key %#x", back.ID, back.Family, back.Seed, back.Key)
+	}
+	// The replayed case gives the same reference as the captured one.
+	again := make([]*difftest.Tensor, len(back.Outputs))
+	for i, o := range back.Outputs {
+		again[i] = difftest.MustTensor(o.Name, o.DType, o.Shape...)
+	}
+	if err := k.Reference(back, again); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if !bytes.Equal(again[i].Data, w.Data) || !bytes.Equal(extra[w.Name].Data, w.Data) {
+			t.Errorf("%s: the replay's reference or the saved result differs", w.Name)
+		}
+	}
+
+	// scores stored as I32 (same bytes, wrong dtype): exit-2 material.
+	tensors, meta, err := difftest.ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors["scores"].DType = difftest.I32
+	var all []*difftest.Tensor
+	for _, ts := range tensors {
+		all = append(all, ts)
+	}
+	bad := filepath.Join(dir, "bad.safetensors")
+	if err := difftest.WriteSafetensors(bad, all, meta); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = difftest.ReadCapture(bad)
+	t.Log(err)
+	if err == nil || !errors.Is(err, difftest.ErrCapture) || !strings.Contains(err.Error(), "scores") ||
+		!strings.Contains(err.Error(), "F32") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %v, want one line naming scores and F32", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	_ "github.com/kerneldiff/kerneldiff/kernels/topk" // registers topk_transform
 )
 
 // execBuild builds testdata/execimpl with the given build tags into a
@@ -198,6 +199,58 @@ func execGone(t *testing.T, pid int, what string) {
 	}
 	t.Errorf("%s (pid %d) still running", what, pid)
 	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// TestExecTopK drives the real topk_transform contract through the exec
+// protocol: the program (built with -tags kd_kernels) rebuilds each case
+// from in.safetensors with the kernel's FromTensors and answers with the
+// Go reference; its faulty variant must then fail the kernel's own Check.
+func TestExecTopK(t *testing.T) {
+	k, ok := difftest.LookupKernel("topk_transform")
+	if !ok {
+		t.Fatal("topk_transform is not registered")
+	}
+	bin := execBuild(t, "kd_kernels")
+	common := map[string]any{"K": int64(16), "P": int64(4), "lengths": []any{int64(300), int64(17), int64(16), int64(15), int64(1), int64(0)}, "pages": "perm"}
+	for _, family := range []string{"gaussian", "needle", "equal", "specials"} {
+		spec := difftest.CaseSpec{Kernel: "topk_transform", Family: family, Name: "exec-" + family, Params: common}
+		c, err := k.NewCase(spec, 7, 0x243f6a8885a308d3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]*difftest.Tensor, len(c.Outputs))
+		for i, o := range c.Outputs {
+			want[i] = difftest.MustTensor(o.Name, o.DType, o.Shape...)
+		}
+		if err := k.Reference(c, want); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			mode string
+			want difftest.Class
+		}{{"correct", difftest.Pass}, {"faulty", difftest.Mismatch}} {
+			t.Run(family+"/"+tc.mode, func(t *testing.T) {
+				impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 30*time.Second)
+				defer impl.Close()
+				bufs := execBuffers(c)
+				if _, err := impl.Run(context.Background(), k, c, bufs); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				res := k.Check(c, execTensors(bufs), want)
+				t.Logf("Check: %q %s", res.Class, res.Message)
+				if res.Class != tc.want {
+					t.Errorf("Check: class %q (%s), want %q", res.Class, res.Message, tc.want)
+				}
+				if tc.want == difftest.Pass {
+					for i := range bufs {
+						if !bytes.Equal(bufs[i].Data, want[i].Data) {
+							t.Errorf("%s differs from the in-process reference", bufs[i].Name)
+						}
+					}
+				}
+			})
+		}
+	}
 }
 
 func TestExecImplTimeout(t *testing.T) {
