@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 )
@@ -68,7 +69,8 @@ type suiteFile struct {
 // ParseSuite decodes one suite file. It checks what can be checked
 // without drawing inputs: the TOML syntax, no key other than kernel,
 // family, name and params, a registered kernel, one of its families, a
-// non-empty name without "/", and no repeated case id within the file.
+// non-empty name without spaces (it may hold "/": "gaussian/v32/N=9"), and
+// no repeated case id within the file.
 // Parameters are checked by Kernel.NewCase when the case is generated.
 // Every error is a *SuiteError.
 func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
@@ -98,8 +100,8 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		if spec.Name == "" || spec.Kernel == "" {
 			return nil, &SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
 		}
-		if strings.ContainsAny(spec.Name, "/ \t\n") {
-			return nil, &SuiteError{File: file, Case: id, Err: errors.New("name must not contain '/' or spaces")}
+		if strings.IndexFunc(spec.Name, unicode.IsSpace) >= 0 || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0 {
+			return nil, &SuiteError{File: file, Case: id, Err: errors.New("name must not contain spaces or control characters")}
 		}
 		k, ok := LookupKernel(spec.Kernel)
 		if !ok {

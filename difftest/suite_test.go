@@ -45,7 +45,7 @@ func TestParseSuiteErrors(t *testing.T) {
 		{"unknown family", "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"gauss\"\nname = \"a\"\n", `suite bad.toml: case fake_scatter/a: unknown family "gauss" for fake_scatter (families: ramp, random)`},
 		{"duplicate", "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"a\"\n[[case]]\nkernel = \"fake_scatter\"\nfamily = \"random\"\nname = \"a\"\n", "suite bad.toml: case fake_scatter/a: duplicate case name"},
 		{"no name", "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\n", "suite bad.toml: case #1: kernel and name are required"},
-		{"slash in name", "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"a/b\"\n", "suite bad.toml: case fake_scatter/a/b: name must not contain '/'"},
+		{"space in name", "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"a b\"\n", "suite bad.toml: case fake_scatter/a b: name must not contain spaces or control characters"},
 		{"empty", "# nothing\n", "suite bad.toml: no [[case]] entries"},
 		{"wrong type", "[[case]]\nkernel = 3\n", "suite bad.toml:"},
 	}
