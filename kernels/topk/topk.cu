@@ -256,14 +256,13 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
     uint32_t prefix = s.sel_bin << kShift0;
     k_rem -= s.sel_above;
     const uint32_t bin0 = s.sel_bin;
-    const uint32_t count0 = s.sel_count;
 
     /* Fast path when the threshold bin fits the candidate buffer; the
-     * decision is block-uniform (count0 is shared). */
+     * decision is block-uniform (sel_count is shared). */
 #ifdef KD_FAULT_TOPK_CAPACITY_4096
     const bool from_cand = true; /* Fault: overflow past the buffer is dropped. */
 #else
-    const bool from_cand = count0 <= static_cast<uint32_t>(kCandCap);
+    const bool from_cand = s.sel_count <= static_cast<uint32_t>(kCandCap);
 #endif
     uint32_t n_cand = 0;
     if (from_cand) {
