@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"context"
+	_ "embed"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -101,9 +103,14 @@ func kdTestCopy(d *fakecuda.Driver, _, _ cuda.Dim3, args [][]byte) error {
 	return nil
 }
 
+// testCopyPTX is kd_test_copy for a real GPU, with the same faults.
+//
+//go:embed testdata/test_copy.ptx
+var testCopyPTX string
+
 // Environment of a test worker process (this test binary re-executed).
 const (
-	envWorker = "KD_BRIDGE_TEST_WORKER" // "fake", "fake-nodevice", "fake-nobinary", "real"
+	envWorker = "KD_BRIDGE_TEST_WORKER" // "fake", "fake-nodevice", "fake-nobinary", "real", "ptx"
 )
 
 // newFake returns the fake device for a worker mode.
@@ -127,7 +134,16 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "real":
 		// The production worker command, with whatever driver this machine has.
-		os.Exit(runWorker(nil, os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runWorker(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	case "ptx":
+		// The real driver running testdata/test_copy.ptx (GPU tests).
+		drv, _ := cuda.Open()
+		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
+		if err := serve(req, rep, drv, append([]byte(testCopyPTX), 0), 0, testPackers()); err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	default:
 		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
 		err := serve(req, rep, newFake(mode), []byte("fake fatbin"), 0, testPackers())
