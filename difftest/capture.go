@@ -9,6 +9,7 @@
 // Encoding and decoding go through github.com/nlpodyssey/safetensors;
 // this file adds the kerneldiff rules on top (dtypes, names, metadata
 // keys) and errors that name the file, the tensor and the rule.
+
 package difftest
 
 import (

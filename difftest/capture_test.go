@@ -1,5 +1,6 @@
 // Tests of the capture file format (safetensors) and the test-only kernel
 // copy_kernel that the capture and exec tests share.
+
 package difftest_test
 
 import (

@@ -10,6 +10,7 @@
 //
 // The program writes every output of the case under its contract name,
 // with the exact dtype and shape of the case's OutputSpec, and exits 0.
+
 package difftest
 
 import (
@@ -124,7 +125,8 @@ func SplitCommand(cmd string) ([]string, error) {
 // Tensors in out.safetensors that are not outputs of the case are
 // ignored. Outputs are copied into the Buffers only when all of them are
 // well-formed. When ctx ends, the group is killed and Run returns ctx's
-// error. The exec implementation reports no kernel time.
+// error. The exec implementation reports no kernel time. Run is safe for
+// concurrent use: each run has its own temporary folder, removed after.
 func NewExecImpl(cmd string, timeout time.Duration) Impl {
 	argv, err := SplitCommand(cmd)
 	return &execImpl{cmd: cmd, argv: argv, argvErr: err, timeout: timeout, running: map[*execRun]struct{}{}}

@@ -1,6 +1,7 @@
 // End-to-end tests of the exec protocol (DESIGN.md §7): the program in
 // testdata/execimpl is built and driven through NewExecImpl in every
 // variant, each of which must produce its own failure class.
+
 package difftest_test
 
 import (
@@ -399,4 +400,81 @@ func slicesEqual(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// execPythonImpl is copy_kernel as an exec program in Python, with the
+// safetensors package of Hugging Face: the protocol as a PyTorch or NumPy
+// reference would speak it. argv: [--wrong-dtype] IN OUT.
+const execPythonImpl = `import json, sys
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+args = sys.argv[1:]
+wrong = args[0] == "--wrong-dtype"
+src, dst = args[-2:]
+with safe_open(src, "np") as f:
+    meta = f.metadata()
+    x, cache = f.get_tensor("x"), f.get_tensor("cache").copy()
+assert meta["kernel"] == "copy_kernel", meta
+p = json.loads(meta["params"])
+assert x.dtype == np.float32 and x.shape == (p["rows"], p["cols"]), (x.dtype, x.shape)
+n = cache.size // 2
+cache[:n] = (p["stamp"] + np.arange(n)).astype(np.uint8)
+y = x.view(np.int32) if wrong else x
+save_file({"y": np.ascontiguousarray(y), "cache": cache}, dst, metadata={"case": meta["case"]})
+`
+
+// TestExecPython drives a Python exec program through the protocol, so
+// the files are checked against the reference safetensors implementation
+// in both directions. It needs KD_PYTHON (make gotest sets it) with the
+// safetensors and numpy packages.
+func TestExecPython(t *testing.T) {
+	py := os.Getenv("KD_PYTHON")
+	if py == "" {
+		t.Skip("KD_PYTHON is not set")
+	}
+	if out, err := exec.Command(py, "-c", "import safetensors, numpy").CombinedOutput(); err != nil {
+		t.Skipf("%s lacks safetensors or numpy: %s", py, out)
+	}
+	script := filepath.Join(t.TempDir(), "copy_kernel.py")
+	if err := os.WriteFile(script, []byte(execPythonImpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := copyKernel{}
+	for _, tc := range []struct {
+		name       string
+		flag       string
+		rows, cols int
+		class      difftest.Class
+	}{
+		{"correct", "", 3, 4, difftest.Pass},
+		{"correct, zero rows", "", 0, 4, difftest.Pass},
+		{"wrong dtype", "--wrong-dtype", 3, 4, difftest.BadOutput},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := captureCase(t, tc.rows, tc.cols)
+			impl := difftest.NewExecImpl(execQuote(py)+" "+execQuote(script)+" "+tc.flag, 60*time.Second)
+			defer impl.Close()
+			bufs := execBuffers(c)
+			_, err := impl.Run(context.Background(), k, c, bufs)
+			if tc.class != difftest.Pass {
+				var rerr *difftest.RunError
+				if !errors.As(err, &rerr) || rerr.Class != tc.class {
+					t.Fatalf("Run: %v, want class %q", err, tc.class)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, tc.rows, tc.cols), captureCanary(2 * tc.cols)}
+			if err := k.Reference(c, want); err != nil {
+				t.Fatal(err)
+			}
+			if res := k.Check(c, execTensors(bufs), want); res.Failed() {
+				t.Errorf("Check: %s %s", res.Class, res.Message)
+			}
+		})
+	}
 }
