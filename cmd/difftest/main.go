@@ -21,6 +21,8 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
 
+	// The cuda implementation, `difftest info` and the GPU worker.
+	_ "github.com/kerneldiff/kerneldiff/bridge"
 	// Kernel contracts register themselves.
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
