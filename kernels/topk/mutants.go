@@ -5,6 +5,7 @@
 package topk
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -203,15 +204,25 @@ func coarseKey16(key uint32) uint16 {
 	return h ^ 0x8000
 }
 
+// coarseKeys returns the fp16 key of every key.
+func coarseKeys(keys []uint32) []uint16 {
+	c := make([]uint16, len(keys))
+	for i, x := range keys {
+		c[i] = coarseKey16(x)
+	}
+	return c
+}
+
 // selectCapped is a two-stage radix select: a 256-bin histogram of the top
 // byte of the fp16 key finds the bin holding the K-th value; everything in
 // higher bins is taken; the bin's members go to a candidate buffer of
 // candidateCap entries (in position order, overflow dropped) and are
 // ranked exactly. Unfilled picks stay −1.
 func selectCapped(keys []uint32, k int, dst []int32) {
+	coarse := coarseKeys(keys)
 	var hist [256]int
-	for _, x := range keys {
-		hist[coarseKey16(x)>>8]++
+	for _, c := range coarse {
+		hist[c>>8]++
 	}
 	d, above := 255, 0
 	for ; above+hist[d] < k; d-- {
@@ -219,40 +230,43 @@ func selectCapped(keys []uint32, k int, dst []int32) {
 	}
 	var cand []int32
 	m := 0
-	for i, x := range keys {
-		switch c := int(coarseKey16(x) >> 8); {
-		case c > d:
+	for i, c := range coarse {
+		switch bin := int(c >> 8); {
+		case bin > d:
 			dst[m] = int32(i)
 			m++
-		case c == d && len(cand) < candidateCap:
+		case bin == d && len(cand) < candidateCap:
 			cand = append(cand, int32(i))
 		}
 	}
-	slices.SortStableFunc(cand, func(a, b int32) int { return -cmpU32(keys[a], keys[b]) })
+	slices.SortStableFunc(cand, func(a, b int32) int { return cmp.Compare(keys[b], keys[a]) })
 	for _, i := range cand[:min(len(cand), k-m)] {
 		dst[m] = i
 		m++
 	}
 }
 
-// selectCoarse ranks by the fp16 key alone, ties broken by position.
+// selectCoarse ranks by the fp16 key alone: a 65536-bin histogram finds
+// the fp16 key of the K-th value; every position above it is taken, and
+// the first positions holding it fill the rest (ties by position).
 func selectCoarse(keys []uint32, k int, dst []int32) {
-	idx := make([]int32, len(keys))
-	for i := range idx {
-		idx[i] = int32(i)
+	coarse := coarseKeys(keys)
+	hist := make([]int, 1<<16)
+	for _, c := range coarse {
+		hist[c]++
 	}
-	slices.SortStableFunc(idx, func(a, b int32) int {
-		return -cmpU32(uint32(coarseKey16(keys[a])), uint32(coarseKey16(keys[b])))
-	})
-	copy(dst, idx[:k])
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	t, above := 1<<16-1, 0
+	for ; above+hist[t] < k; t-- {
+		above += hist[t]
 	}
-	return 0
+	ties, m := k-above, 0
+	for i, c := range coarse {
+		if int(c) > t || int(c) == t && ties > 0 {
+			if int(c) == t {
+				ties--
+			}
+			dst[m] = int32(i)
+			m++
+		}
+	}
 }

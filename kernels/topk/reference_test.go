@@ -127,6 +127,56 @@ func TestPublicBugShapes(t *testing.T) {
 				}
 				return nil
 			}},
+		{"straddle-5000", "all 1536 values above 1.0 and 512 of the 1024 tied 1.0s", "straddle",
+			map[string]any{"K": int64(K), "P": int64(64), "lengths": []any{int64(5000)}},
+			func(c *difftest.Case, raw []int32) error {
+				var above, tied int
+				for _, i := range raw {
+					switch s := c.Inputs[0].F32(int(i)); {
+					case s > 1:
+						above++
+					case s == 1:
+						tied++
+					default:
+						return fmt.Errorf("pick %d holds %v < 1", i, s)
+					}
+				}
+				if above != 3*K/4 || tied != K/4 {
+					return fmt.Errorf("%d above and %d tied, want %d and %d", above, tied, 3*K/4, K/4)
+				}
+				return nil
+			}},
+		{"equal-3000", "an all-equal row: the reference takes positions 0..K-1", "equal",
+			map[string]any{"K": int64(K), "P": int64(64), "lengths": []any{int64(3000)}},
+			func(c *difftest.Case, raw []int32) error {
+				for j, i := range raw {
+					if i != int32(j) {
+						return fmt.Errorf("entry %d is %d", j, i)
+					}
+				}
+				return nil
+			}},
+		{"lowcontrast-high", "16384 distinct values ≥ 65520 (fp16 +inf): the 2048 largest bit patterns", "lowcontrast",
+			map[string]any{"K": int64(K), "P": int64(64), "lengths": []any{int64(16384)}, "span": "high"},
+			func(c *difftest.Case, raw []int32) error {
+				for _, i := range raw {
+					if r := (c.Inputs[0].U32(int(i)) - 0x477FF000) / 1024; r < 16384-K {
+						return fmt.Errorf("position %d has rank %d", i, r)
+					}
+				}
+				return nil
+			}},
+		{"lowcontrast-tiny", "16384 distinct values in [0, 1.5e-5), subnormals included: the largest 2048", "lowcontrast",
+			map[string]any{"K": int64(K), "P": int64(64), "lengths": []any{int64(16384)}, "span": "tiny"},
+			func(c *difftest.Case, raw []int32) error {
+				const step = 0x377BA882 / 16384
+				for _, i := range raw {
+					if r := c.Inputs[0].U32(int(i)) / step; r < 16384-K {
+						return fmt.Errorf("position %d has rank %d", i, r)
+					}
+				}
+				return nil
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
