@@ -138,7 +138,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Suite: suite, Seed: *seed, Timeout: *timeout, Parallel: *parallel,
 		Progress: func(done, total int) { prog.update(done, total, 0, time.Since(start)) },
 	})
-	prog.done()
+	prog.finish()
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}

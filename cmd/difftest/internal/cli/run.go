@@ -219,8 +219,17 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 		},
 		Progress: prog.update,
 	})
-	prog.done()
+	prog.finish()
 	rep.Summary = &sum
+	if pp, ok := impl.(difftest.PropertyProvider); ok {
+		// A device implementation may learn more once it has run (a
+		// restarted worker, a lazily opened device).
+		for k, v := range pp.Properties() {
+			if v != "" {
+				rep.Header.Properties[k] = v
+			}
+		}
+	}
 	if jw != nil {
 		if err := jw.Summary(sum); err != nil && runErr == nil {
 			runErr = err
