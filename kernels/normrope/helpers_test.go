@@ -1,0 +1,64 @@
+package normrope
+
+import (
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// handCase builds a case from explicit values. x rows are rounded to bf16
+// (tests pass exactly representable values); nil weight means all ones,
+// nil bias all zeros; freqs rows are (cos, sin) pairs.
+func handCase(p Params, x [][]float64, w, b []float32, freqs [][]float32, pos, loc []int64) *difftest.Case {
+	n := len(x)
+	xt := difftest.MustTensor(NameX, difftest.BF16, n, Dim)
+	for t, row := range x {
+		for i := 0; i < Dim; i++ {
+			v := 0.0
+			if i < len(row) {
+				v = row[i]
+			}
+			xt.SetU16(t*Dim+i, numeric.BF16FromF64(v))
+		}
+	}
+	wt := difftest.MustTensor(NameWeight, difftest.F32, Dim)
+	bt := difftest.MustTensor(NameBias, difftest.F32, Dim)
+	for i := 0; i < Dim; i++ {
+		wt.SetF32(i, 1)
+		if w != nil {
+			wt.SetF32(i, w[i])
+		}
+		if b != nil {
+			bt.SetF32(i, b[i])
+		}
+	}
+	ft := difftest.MustTensor(NameFreqs, difftest.F32, len(freqs), RopeDim)
+	for r, row := range freqs {
+		for k, v := range row {
+			ft.SetF32(r*RopeDim+k, v)
+		}
+	}
+	pt := difftest.MustTensor(NamePositions, difftest.I64, n)
+	lt := difftest.MustTensor(NameOutLoc, difftest.I64, n)
+	for t := 0; t < n; t++ {
+		pt.SetI64(t, pos[t])
+		lt.SetI64(t, loc[t])
+	}
+	return &difftest.Case{ID: "norm_rope_store/hand", Kernel: KernelName, Params: p,
+		Inputs:  []*difftest.Tensor{xt, wt, bt, ft, pt, lt},
+		Outputs: outputsOf(p)}
+}
+
+// rotRow returns a freqs row with every pair at (c, s).
+func rotRow(c, s float32) []float32 {
+	row := make([]float32, RopeDim)
+	for j := 0; j < RopeDim/2; j++ {
+		row[2*j], row[2*j+1] = c, s
+	}
+	return row
+}
+
+// config returns a configuration for hand-worked cases.
+func config(norm, style string, off int, had bool, store, scale string, P, pages int) Params {
+	return Params{Norm: norm, RopeOffset: off, RopeStyle: style, Hadamard: had, Store: store, ScaleFmt: scale,
+		PageSize: P, NumPages: pages, Eps: DefaultEps, Model: ModelV4}
+}
