@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk" // registers topk_transform
+	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
+	_ "github.com/kerneldiff/kerneldiff/kernels/topk"     // registers topk_transform
 )
 
 // execBuild builds testdata/execimpl with the given build tags into a
@@ -202,36 +203,44 @@ func execGone(t *testing.T, pid int, what string) {
 	syscall.Kill(pid, syscall.SIGKILL)
 }
 
-// TestExecTopK drives the real topk_transform contract through the exec
+// TestExecRealKernels drives the real kernel contracts through the exec
 // protocol: the program (built with -tags kd_kernels) rebuilds each case
 // from in.safetensors with the kernel's FromTensors and answers with the
-// Go reference; its faulty variant must then fail the kernel's own Check.
-func TestExecTopK(t *testing.T) {
-	k, ok := difftest.LookupKernel("topk_transform")
-	if !ok {
-		t.Fatal("topk_transform is not registered")
-	}
+// Go reference, starting the InOut cache from the canary it received; its
+// faulty variant must then fail the kernel's own Check.
+func TestExecRealKernels(t *testing.T) {
 	bin := execBuild(t, "kd_kernels")
-	common := map[string]any{"K": int64(16), "P": int64(4), "lengths": []any{int64(300), int64(17), int64(16), int64(15), int64(1), int64(0)}, "pages": "perm"}
-	for _, family := range []string{"gaussian", "needle", "equal", "specials"} {
-		spec := difftest.CaseSpec{Kernel: "topk_transform", Family: family, Name: "exec-" + family, Params: common}
+	topk := map[string]any{"K": int64(16), "P": int64(4), "lengths": []any{int64(300), int64(17), int64(16), int64(15), int64(1), int64(0)}, "pages": "perm"}
+	for _, tc := range []struct {
+		kernel, family, name string
+		params               map[string]any
+	}{
+		{"topk_transform", "gaussian", "gaussian", topk},
+		{"topk_transform", "needle", "needle", topk},
+		{"topk_transform", "equal", "equal", topk},
+		{"topk_transform", "specials", "specials", topk},
+		{"norm_rope_store", "gaussian", "v32-fp8", map[string]any{"preset": "v32", "N": int64(9), "P": int64(64)}},
+		{"norm_rope_store", "gaussian", "v4-bf16", map[string]any{"preset": "v4-bf16", "N": int64(7), "P": int64(1)}},
+	} {
+		k, ok := difftest.LookupKernel(tc.kernel)
+		if !ok {
+			t.Fatalf("%s is not registered", tc.kernel)
+		}
+		spec := difftest.CaseSpec{Kernel: tc.kernel, Family: tc.family, Name: "exec-" + tc.name, Params: tc.params}
 		c, err := k.NewCase(spec, 7, 0x243f6a8885a308d3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := make([]*difftest.Tensor, len(c.Outputs))
-		for i, o := range c.Outputs {
-			want[i] = difftest.MustTensor(o.Name, o.DType, o.Shape...)
-		}
+		want := execTensors(execBuffers(c)) // InOut outputs start from the canary
 		if err := k.Reference(c, want); err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range []struct {
-			mode string
+		for _, mode := range []struct {
+			name string
 			want difftest.Class
 		}{{"correct", difftest.Pass}, {"faulty", difftest.Mismatch}} {
-			t.Run(family+"/"+tc.mode, func(t *testing.T) {
-				impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 30*time.Second)
+			t.Run(spec.ID()+"/"+mode.name, func(t *testing.T) {
+				impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+mode.name, 30*time.Second)
 				defer impl.Close()
 				bufs := execBuffers(c)
 				if _, err := impl.Run(context.Background(), k, c, bufs); err != nil {
@@ -239,10 +248,10 @@ func TestExecTopK(t *testing.T) {
 				}
 				res := k.Check(c, execTensors(bufs), want)
 				t.Logf("Check: %q %s", res.Class, res.Message)
-				if res.Class != tc.want {
-					t.Errorf("Check: class %q (%s), want %q", res.Class, res.Message, tc.want)
+				if res.Class != mode.want {
+					t.Errorf("Check: class %q (%s), want %q", res.Class, res.Message, mode.want)
 				}
-				if tc.want == difftest.Pass {
+				if mode.want == difftest.Pass {
 					for i := range bufs {
 						if !bytes.Equal(bufs[i].Data, want[i].Data) {
 							t.Errorf("%s differs from the in-process reference", bufs[i].Name)

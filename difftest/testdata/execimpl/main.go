@@ -14,7 +14,7 @@
 //
 //	correct      write every output
 //	extra        correct, plus a tensor that is no output ("debug")
-//	faulty       the first output's element 0 is off by one
+//	faulty       the first output wrong at its first written element
 //	exit3        message on stderr, exit status 3
 //	panic        a Go panic (exit status 2, trace on stderr)
 //	kill         SIGKILL to itself
@@ -69,10 +69,11 @@ func main() {
 		fail("in.safetensors: params is not JSON: " + string(params))
 	}
 	var outs []*difftest.Tensor
+	faultAt := 0 // byte offset in outs[0] that the faulty mode changes
 	if meta[difftest.MetaKernel] == "copy_kernel" {
 		outs, err = copyKernel(params, tensors)
 	} else {
-		outs, err = registryOutputs(meta[difftest.MetaKernel], meta[difftest.MetaCase], params, tensors)
+		outs, faultAt, err = registryOutputs(meta[difftest.MetaKernel], meta[difftest.MetaCase], params, tensors)
 	}
 	if err != nil {
 		fail(err.Error())
@@ -83,7 +84,7 @@ func main() {
 	case "extra":
 		outs = append(outs, &difftest.Tensor{Name: "debug", DType: difftest.U8, Shape: []int{3}, Data: []byte{1, 2, 3}})
 	case "faulty":
-		offByOne(outs[0])
+		corrupt(outs[0], faultAt)
 	case "exit3":
 		fmt.Fprintln(os.Stderr, "execimpl: deliberate failure, exit 3")
 		os.Exit(3)
@@ -160,21 +161,22 @@ func copyKernel(params json.RawMessage, tensors map[string]*difftest.Tensor) ([]
 	return []*difftest.Tensor{y, cache}, nil
 }
 
-// offByOne changes element 0 of t by one unit (1.0 for floats, 1 for
-// integers, bit 0 for bytes and bf16).
-func offByOne(t *difftest.Tensor) {
-	if len(t.Data) == 0 {
-		fail("faulty: first output is empty")
+// corrupt changes the element of t holding byte off: by one unit for
+// F32, I32 and I64 elements, by flipping bit 6 of the byte otherwise (a
+// change of several e4m3 steps or bf16 ULPs, past any tolerance).
+func corrupt(t *difftest.Tensor, off int) {
+	if off >= len(t.Data) {
+		fail("faulty: first output has no byte " + fmt.Sprint(off))
 	}
-	switch t.DType {
+	switch i := off / t.DType.Size(); t.DType {
 	case difftest.F32:
-		t.SetF32(0, t.F32(0)+1)
+		t.SetF32(i, t.F32(i)+1)
 	case difftest.I32:
-		t.SetI32(0, t.I32(0)+1)
+		t.SetI32(i, t.I32(i)+1)
 	case difftest.I64:
-		t.SetI64(0, t.I64(0)+1)
+		t.SetI64(i, t.I64(i)+1)
 	default:
-		t.Data[0] ^= 1
+		t.Data[off] ^= 0x40
 	}
 }
 
