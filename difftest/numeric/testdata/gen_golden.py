@@ -37,6 +37,11 @@ import numpy as np
 
 SEED = 20240601
 
+# The versions the committed tables were made with. Another version may
+# round differently; regenerate with it only deliberately (--any-version)
+# and review the diff.
+PINNED = {"numpy": "2.4.6", "ml_dtypes": "0.6.0"}
+
 
 def header(what):
     return (
@@ -147,9 +152,13 @@ def write(path, text, gz):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: gen_golden.py OUTDIR")
-    outdir = sys.argv[1]
+    args = [a for a in sys.argv[1:] if a != "--any-version"]
+    if len(args) != 1:
+        sys.exit("usage: gen_golden.py [--any-version] OUTDIR")
+    outdir = args[0]
+    have = {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
+    if have != PINNED and "--any-version" not in sys.argv:
+        sys.exit("gen_golden.py: have %s, tables are pinned to %s (pass --any-version to override)" % (have, PINNED))
 
     with np.errstate(invalid="ignore", over="ignore"):
         all16 = np.arange(65536, dtype=np.uint32).astype(np.uint16)
