@@ -60,9 +60,10 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	}
 	pp := difftest.NewParams(spec.ID(), spec.Params)
 	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16)
-	p, err := Preset(preset, pp.Int("P", 64))
-	if err != nil {
-		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	pageSize := pp.Int("P", 64)
+	p, err := Preset(preset, pageSize)
+	if err != nil { // pp has recorded the bad name; pp.Err reports it below
+		p, _ = Preset(PresetV4, pageSize)
 	}
 	p.Norm = pp.String("norm", p.Norm, NormRMS, NormLayer)
 	p.RopeOffset = pp.Int("rope_offset", p.RopeOffset)
