@@ -17,7 +17,10 @@ const (
 // finite bf16 (0x7F7F, 3.3895e38) and 2^128 round to ±inf, ±inf stays ±inf,
 // ±0 and subnormals keep their sign and round like any other value. Every
 // NaN becomes the quiet NaN 0x7FC0 with f's sign bit (0xFFC0 if negative);
-// the payload is not kept. This is what CUDA's __float2bfloat16_rn does.
+// the payload is not kept. For non-NaN inputs this equals CUDA's
+// __float2bfloat16_rn; CUDA's NaN pattern can differ (its canonical NaN is
+// 0x7FFF), so comparators should match NaN against NaN by class
+// (BF16IsNaN), not by bits.
 func BF16FromF32(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000

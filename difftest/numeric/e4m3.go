@@ -1,10 +1,10 @@
 // e4m3fn: the 8-bit floating-point format E4M3 of the OCP "8-bit Floating
-// Point Specification (OFP8)", revision 1.0 (2023), §5.1 (1 sign, 4
+// Point Specification (OFP8)", revision 1.0 (2023) (1 sign, 4
 // exponent, 3 fraction bits; bias 7; no infinities; S.1111.111 is NaN; the
 // largest finite value is S.1111.110 = ±448; the smallest subnormal 2^-9).
 // The "fn" suffix is the name the ML frameworks give it (finite, NaN only).
 //
-// The conversion is the "saturating" mode of OFP8 §5.3, which CUDA's
+// The conversion is the saturating mode of OFP8, which CUDA's
 // __nv_cvt_float_to_fp8(..., __NV_SATFINITE, __NV_E4M3) implements and the
 // kernels of DESIGN.md §4 use.
 

@@ -1,6 +1,6 @@
 // Philox4x32-10: the counter-based generator of J. K. Salmon, M. A. Moraes,
 // R. O. Dror and D. E. Shaw, "Parallel Random Numbers: As Easy as 1, 2, 3",
-// SC 2011, §4.2 (multipliers, Weyl key schedule, 10 rounds; the variant
+// SC 2011 (multipliers, Weyl key schedule, 10 rounds; the variant
 // that cuRAND and the Random123 library ship).
 
 package rng

@@ -1,6 +1,6 @@
 // A sequential stream of 32-bit words over Philox4x32-10 blocks, laid out
 // so that each (tensor, row) of a case owns a disjoint counter range and can
-// be generated independently and in parallel (Salmon et al. 2011, §2.2:
+// be generated independently and in parallel (Salmon et al. 2011:
 // counter-based streams are split by partitioning the counter space).
 
 package rng
