@@ -1,0 +1,59 @@
+package normrope
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
+
+// digestCases are generated cases whose input SHA-256 digests are pinned:
+// the same seed and case id must give the same bytes on every run, host
+// and build (DESIGN.md §5). The v32 "positions" case pins the whole
+// 163840-row YaRN table.
+var digestCases = []difftest.CaseSpec{
+	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/v4/N=9/P=64", Params: map[string]any{"preset": "v4", "N": int64(9), "P": int64(64)}},
+	{Kernel: KernelName, Family: "slots", Name: "digest/slots/v32/N=7/P=1", Params: map[string]any{"preset": "v32", "N": int64(7), "P": int64(1)}},
+	{Kernel: KernelName, Family: "e4m3-max", Name: "digest/e4m3-max/ue8m0/N=8", Params: map[string]any{"preset": "v4", "hadamard": false, "scale_fmt": "ue8m0", "N": int64(8)}},
+	{Kernel: KernelName, Family: "nonfinite", Name: "digest/nonfinite/v4-bf16/N=16", Params: map[string]any{"preset": "v4-bf16", "N": int64(16), "x_stride": int64(136)}},
+	{Kernel: KernelName, Family: "positions", Name: "digest/positions/v32/N=3", Params: map[string]any{"preset": "v32", "N": int64(3)}},
+}
+
+func TestInputDigests(t *testing.T) {
+	var b strings.Builder
+	for _, spec := range digestCases {
+		c, err := NewCase(spec, 7, rng.CaseKey(7, spec.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range c.Inputs {
+			fmt.Fprintf(&b, "%s %s %x\n", spec.Name, in.Name, in.Digest())
+		}
+	}
+	path := filepath.Join("testdata", "digests.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := strings.Split(b.String(), "\n"), strings.Split(string(golden), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("%d digest lines, golden has %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("digest changed (a generator change must bump rng.Version):\n got %s\nwant %s", got[i], want[i])
+		}
+	}
+}
