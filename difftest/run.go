@@ -37,9 +37,11 @@ type Config struct {
 }
 
 // GenerateCase draws the inputs of item it (key = rng.CaseKey(seed, id))
-// and validates them. An error is a *SuiteError: the suite asked for
-// something its kernel rejects (an unknown parameter, or parameters whose
-// inputs break the contract).
+// and validates them. A NewCase error is a *SuiteError (exit 2): the
+// suite asked for something its kernel rejects (an unknown family or
+// parameter, a parameter out of range). Generated inputs that fail
+// Validate are an *InternalError (exit 125): the kernel's generator broke
+// its own contract, so the commit cannot be tested.
 //
 // An item that carries its Case (replay) is validated, not drawn; its
 // validation error is returned as it is (an *InputError, exit 2).
@@ -64,7 +66,7 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 		return nil, nil, &SuiteError{File: it.File, Case: spec.ID(), Err: err}
 	}
 	if err := k.Validate(c); err != nil {
-		return nil, nil, &SuiteError{File: it.File, Case: spec.ID(), Err: fmt.Errorf("generated inputs are invalid: %w", err)}
+		return nil, nil, &InternalError{Case: spec.ID(), Err: fmt.Errorf("the generator drew inputs its own contract rejects (seed %d): %w", it.Seed, err)}
 	}
 	return k, c, nil
 }

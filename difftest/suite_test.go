@@ -88,7 +88,8 @@ func TestLoadSuiteFS(t *testing.T) {
 }
 
 // A parameter the kernel does not know is found when the case is drawn,
-// and names the file and case.
+// and names the file and case (exit 2); a generator that draws inputs its
+// own contract rejects is a harness error (exit 125).
 func TestGenerateCaseErrors(t *testing.T) {
 	spec := func(params map[string]any) Item {
 		return Item{Seed: 1, SuiteCase: SuiteCase{File: "x.toml", Spec: CaseSpec{Kernel: fakeName, Family: "ramp", Name: "a", Params: params}}}
@@ -101,7 +102,7 @@ func TestGenerateCaseErrors(t *testing.T) {
 		t.Errorf("unknown param: %v", err)
 	}
 	_, _, err = GenerateCase(spec(map[string]any{"n": int64(4), "invalid": true}))
-	if err == nil || !strings.Contains(err.Error(), "generated inputs are invalid: invalid input: out_loc[0]: must be −1 or in [0, 4), got 4") || ExitCode(Summary{}, err) != ExitUsage {
+	if err == nil || !strings.Contains(err.Error(), "the generator drew inputs its own contract rejects (seed 1): invalid input: out_loc[0]: must be −1 or in [0, 4), got 4") || ExitCode(Summary{}, err) != ExitUntestable {
 		t.Errorf("invalid generated case: %v", err)
 	}
 }
