@@ -53,9 +53,8 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 		return difftest.Result{Class: difftest.BadOutput, Message: "reference: " + err.Error()}
 	}
 	rows := make([]rowVerdict, v.p.Batch)
-	work := make([]checkScratch, min(v.p.Batch, 64))
-	_ = parallelRows(v.p.Batch, func(w, b int) error {
-		rows[b] = v.checkRow(b, gPage, gRaw, wPage, wRaw, &work[w%len(work)])
+	_ = parallelRows(v.p.Batch, func(s *checkScratch, b int) error {
+		rows[b] = v.checkRow(b, gPage, gRaw, wPage, wRaw, s)
 		return nil
 	})
 	return summarize(rows)

@@ -1,10 +1,13 @@
 package topk
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
 // TestCheckRules: each rule of DESIGN.md §3 broken once, with the one-line
@@ -147,4 +150,94 @@ func TestEquivalent(t *testing.T) {
 	if len(w) != 2 || w[0][0] != (difftest.Range{Off: 0, Len: 16}) || w[1][0] != (difftest.Range{Off: 0, Len: 16}) {
 		t.Errorf("Written %v", w)
 	}
+}
+
+// TestCheckGarbage: arbitrary outputs (poison, out-of-range, negative,
+// huge, INT_MIN) give a verdict, never a panic, and are never accepted.
+func TestCheckGarbage(t *testing.T) {
+	st := rng.NewStream(5, 0, 0)
+	for _, raw := range []bool{true, false} {
+		c := gen(t, "specials", "garbage", map[string]any{"K": int64(8), "P": int64(4), "lengths": ints(0, 3, 8, 9, 40), "raw": raw})
+		want := runRef(t, c)
+		pool := []int32{-1, 0, 1, 7, 8, 39, 40, 41, math.MinInt32, math.MaxInt32, -5, int32(0xA5A5A5A5 - 1<<32)}
+		for trial := 0; trial < 300; trial++ {
+			got := runRef(t, c)
+			for n := 1 + st.Intn(3); n > 0; n-- {
+				o := got[st.Intn(len(got))]
+				o.SetI32(st.Intn(o.Len()), pool[st.Intn(len(pool))]+int32(st.Intn(2)))
+			}
+			same := true
+			for i := range got {
+				same = same && slices.Equal(got[i].Data, want[i].Data)
+			}
+			r := Check(c, got, want)
+			if same && r.Failed() {
+				t.Fatalf("raw=%v trial %d: the reference's own outputs rejected: %s", raw, trial, r.Message)
+			}
+			if !same && !r.Failed() {
+				// A change can still be valid (e.g. another slot of the
+				// same tie); confirm with an independent reading.
+				if !tieSwap(c, got, want) {
+					t.Fatalf("raw=%v trial %d: invalid outputs accepted", raw, trial)
+				}
+			}
+		}
+		// Poison everywhere.
+		got := newOuts(c)
+		if r := Check(c, got, want); !r.Failed() {
+			t.Errorf("raw=%v: poisoned outputs accepted", raw)
+		}
+	}
+}
+
+// tieSwap is an independent, brute-force reading of validity for the
+// garbage test: each row's entries decode (raw, or page_indices by
+// scanning every position's slot) to distinct positions in [0, L) with −1
+// exactly where want has it, and their score bits sorted equal want's.
+func tieSwap(c *difftest.Case, got, want []*difftest.Tensor) bool {
+	p := c.Params.(*Params)
+	slotOf := func(b, i int) int32 {
+		return c.Inputs[2].I32(b*p.MaxPages+i/p.P)*int32(p.P) + int32(i%p.P)
+	}
+	decode := func(outs []*difftest.Tensor, b, j int) int {
+		if p.ReturnRaw {
+			i := int(outs[1].I32(b*p.K + j))
+			if i >= 0 && i < int(c.Inputs[1].I32(b)) && outs[0].I32(b*p.K+j) == slotOf(b, i) {
+				return i
+			}
+			return -2
+		}
+		s := outs[0].I32(b*p.K + j)
+		for i := 0; i < int(c.Inputs[1].I32(b)); i++ {
+			if slotOf(b, i) == s {
+				return i
+			}
+		}
+		return -2
+	}
+	for b := 0; b < p.Batch; b++ {
+		var g, w []uint32
+		seen := map[int]bool{}
+		for j := 0; j < p.K; j++ {
+			if (want[0].I32(b*p.K+j) == -1) != (got[0].I32(b*p.K+j) == -1) {
+				return false
+			}
+			if want[0].I32(b*p.K+j) == -1 {
+				continue
+			}
+			gi, wi := decode(got, b, j), decode(want, b, j)
+			if gi < 0 || seen[gi] {
+				return false
+			}
+			seen[gi] = true
+			g = append(g, c.Inputs[0].U32(b*p.Stride+gi))
+			w = append(w, c.Inputs[0].U32(b*p.Stride+wi))
+		}
+		slices.Sort(g)
+		slices.Sort(w)
+		if !slices.Equal(g, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -75,11 +75,9 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		p.Needles = make([]int, p.Batch)
 	}
 	type buf struct{ row []uint32 }
-	work := make([]buf, min(p.Batch, 64))
-	_ = parallelRows(p.Batch, func(w, b int) error {
+	_ = parallelRows(p.Batch, func(s *buf, b int) error {
 		L := g.lengths[b%len(g.lengths)]
 		lens.SetI32(b, int32(L))
-		s := &work[w%len(work)]
 		s.row = grow(s.row, L)
 		needle := fam.row(g, rng.NewStream(key, streamScores, uint64(b)<<32), s.row)
 		if fam.needle {

@@ -78,9 +78,7 @@ func runMutant(c *difftest.Case, outs []*difftest.Tensor, f fault) error {
 		return err
 	}
 	K := v.p.K
-	work := make([]scratch, min(v.p.Batch, 64))
-	return parallelRows(v.p.Batch, func(w, b int) error {
-		s := &work[w%len(work)]
+	return parallelRows(v.p.Batch, func(s *scratch, b int) error {
 		pos := v.mutantRow(b, f, s)
 		tb := b
 		if f == faultPageRow0 {

@@ -63,12 +63,7 @@ func reference(c *difftest.Case, outs []*difftest.Tensor, sel selectFunc) error 
 		return err
 	}
 	K := v.p.K
-	work := make([]scratch, 0, 64)
-	for range min(v.p.Batch, 64) {
-		work = append(work, scratch{})
-	}
-	return parallelRows(v.p.Batch, func(w, b int) error {
-		s := &work[w%len(work)]
+	return parallelRows(v.p.Batch, func(s *scratch, b int) error {
 		s.idx = grow(s.idx, K)
 		pos := s.idx
 		L := v.length(b)

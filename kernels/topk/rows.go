@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
@@ -65,15 +66,17 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// parallelRows calls fn(w, b) for every row b in [0, batch), spread over
-// runtime.GOMAXPROCS(0) goroutines; w in [0, workers) identifies the
-// goroutine so fn can keep per-worker scratch. It returns the error of the
-// lowest failing row, so the result does not depend on scheduling.
-func parallelRows(batch int, fn func(w, b int) error) error {
+// parallelRows calls fn(s, b) for every row b in [0, batch), spread over
+// runtime.GOMAXPROCS(0) goroutines; each goroutine owns one zero-valued S
+// (its scratch memory), passed to every call it makes. It returns the
+// error of the lowest failing row, so the result does not depend on
+// scheduling.
+func parallelRows[S any](batch int, fn func(s *S, b int) error) error {
 	workers := min(runtime.GOMAXPROCS(0), batch)
 	if workers <= 1 {
+		var s S
 		for b := 0; b < batch; b++ {
-			if err := fn(0, b); err != nil {
+			if err := fn(&s, b); err != nil {
 				return err
 			}
 		}
@@ -81,25 +84,20 @@ func parallelRows(batch int, fn func(w, b int) error) error {
 	}
 	errs := make([]error, batch)
 	var (
-		next int
-		mu   sync.Mutex
+		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range workers {
+		wg.Go(func() {
+			var s S
 			for {
-				mu.Lock()
-				b := next
-				next++
-				mu.Unlock()
+				b := int(next.Add(1) - 1)
 				if b >= batch {
 					return
 				}
-				errs[b] = fn(w, b)
+				errs[b] = fn(&s, b)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
