@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// TableRow formats the line of one record: status, case id, class (or
+// tableCells formats the cells of one record: status, case id, class (or
 // "-"), key metric (or "-"), time, and footnote marks. Widths are
 // those of the whole table (see WriteTable).
 func tableCells(r *Record) []string {

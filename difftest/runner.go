@@ -38,6 +38,7 @@ type InternalError struct {
 	Err  error
 }
 
+// Error returns "internal error in case ID: ...".
 func (e *InternalError) Error() string {
 	if e.Case == "" {
 		return "internal error: " + e.Err.Error()
@@ -45,6 +46,7 @@ func (e *InternalError) Error() string {
 	return fmt.Sprintf("internal error in case %s: %v", e.Case, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *InternalError) Unwrap() error { return e.Err }
 
 // CaseRun is the pipeline for one implementation.

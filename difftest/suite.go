@@ -38,6 +38,7 @@ type SuiteError struct {
 	Err  error
 }
 
+// Error returns one line: "suite FILE: case ID: problem".
 func (e *SuiteError) Error() string {
 	msg := strings.ReplaceAll(e.Err.Error(), "\n", " ")
 	if e.Case == "" {
@@ -48,6 +49,7 @@ func (e *SuiteError) Error() string {
 	return fmt.Sprintf("suite %s: case %s: %s", e.File, e.Case, msg)
 }
 
+// Unwrap returns the underlying error.
 func (e *SuiteError) Unwrap() error { return e.Err }
 
 // SuiteCase is one case of a loaded suite and the file it came from.
@@ -217,6 +219,7 @@ func ParseShard(s string) (Shard, error) {
 	return sh, nil
 }
 
+// String returns "I/N", or "" for the zero Shard.
 func (s Shard) String() string {
 	if s.N == 0 {
 		return ""
