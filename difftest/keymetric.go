@@ -14,25 +14,32 @@ type KeyMetricer interface {
 	KeyMetric(rec *Record) string
 }
 
-// keyMetricNames is the default preference order: the first of these
-// present in a record's metrics is shown.
-var keyMetricNames = []string{
-	"max_ulp", "max_code_distance", "mismatch_fraction", "mismatches",
-	"recall", "valid", "missing", "extra",
-}
+// The default preference orders: the first of these present in a
+// record's metrics is shown. A failure shows how much is wrong; a pass
+// shows how close it came.
+var (
+	passMetricNames = []string{"max_ulp", "max_code_distance", "max_ratio", "recall", "mismatch_fraction", "mismatches"}
+	failMetricNames = []string{"mismatches", "missing", "extra", "max_ulp", "max_code_distance", "max_ratio", "recall", "valid"}
+)
 
 // KeyMetric returns the metric the human table shows for rec: the
-// kernel's choice when it implements KeyMetricer, else the first of
-// max_ulp, max_code_distance, mismatch_fraction, mismatches, recall,
-// valid, missing, extra present in rec.Metrics, else the alphabetically
-// first scalar metric, else "".
+// kernel's choice when it implements KeyMetricer; else, for a failure,
+// the first of mismatches, missing, extra, max_ulp, max_code_distance,
+// max_ratio, recall, valid present in rec.Metrics, and for a pass the
+// first of max_ulp, max_code_distance, max_ratio, recall,
+// mismatch_fraction, mismatches; else the alphabetically first scalar
+// metric; else "".
 func KeyMetric(k Kernel, rec *Record) string {
 	if km, ok := k.(KeyMetricer); ok {
 		if s := km.KeyMetric(rec); s != "" {
 			return s
 		}
 	}
-	for _, name := range keyMetricNames {
+	order := passMetricNames
+	if rec.Failed() {
+		order = failMetricNames
+	}
+	for _, name := range order {
 		if v, ok := rec.Metrics[name]; ok {
 			if s, ok := scalar(v); ok {
 				return name + "=" + s

@@ -13,8 +13,7 @@ import (
 )
 
 // tableCells formats the cells of one record: status, case id, class (or
-// "-"), key metric (or "-"), time, and footnote marks. Widths are
-// those of the whole table (see WriteTable).
+// "-"), key metric (or "-") and time.
 func tableCells(r *Record) []string {
 	status, class := "ok", "-"
 	if r.Failed() {

@@ -195,3 +195,25 @@ func TestReadJSONLTruncated(t *testing.T) {
 		t.Errorf("malformed line: %v", err)
 	}
 }
+
+func TestKeyMetric(t *testing.T) {
+	m := map[string]any{"recall": 0.75, "missing": 2, "extra": 2, "valid": false, "jaccard": 0.6}
+	tests := []struct {
+		verdict Verdict
+		metrics map[string]any
+		want    string
+	}{
+		{VerdictFail, m, "missing=2"},
+		{VerdictPass, map[string]any{"recall": 1.0, "missing": 0}, "recall=1"},
+		{VerdictPass, map[string]any{"max_code_distance": 0, "max_ratio": 0.25, "mismatches": 0}, "max_code_distance=0"},
+		{VerdictFail, map[string]any{"max_code_distance": 3, "mismatches": 17}, "mismatches=17"},
+		{VerdictPass, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, "beta=x"},
+		{VerdictPass, nil, ""},
+	}
+	for _, tt := range tests {
+		rec := &Record{Verdict: tt.verdict, Metrics: tt.metrics}
+		if got := KeyMetric(fakeKernel{}, rec); got != tt.want {
+			t.Errorf("KeyMetric(%s, %v) = %q, want %q", tt.verdict, tt.metrics, got, tt.want)
+		}
+	}
+}
