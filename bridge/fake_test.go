@@ -146,7 +146,11 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	default:
 		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
-		err := serve(req, rep, newFake(mode), []byte("fake fatbin"), 0, testPackers())
+		drv := newFake(mode)
+		if mode == "fake-topk" || mode == "fake-topk-bug" {
+			drv = newTopkFake(mode == "fake-topk-bug")
+		}
+		err := serve(req, rep, drv, []byte("fake fatbin"), 0, testPackers())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)
 			os.Exit(1)
