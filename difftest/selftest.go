@@ -40,14 +40,41 @@ type SelftestConfig struct {
 	Kernels  []string      // kernels to test; empty means every registered kernel
 	// Progress, when set, is called as each row ends.
 	Progress func(done, total int)
+	// Subjects, when set, replaces the default subjects (per kernel, the
+	// reference and every catalog mutant): for example the cuda
+	// implementation and its -DKD_FAULT builds. Kernels still filters.
+	Subjects []SelftestSubject
 }
 
-// Selftest runs, for every registered kernel, the suite's cases of that
-// kernel against the reference (which must pass them all) and against
-// each of the kernel's mutants (each stops at its first failing case,
-// which caught it). A kernel with mutants but no case in the suite leaves
-// them uncaught. Rows come back in kernel order, reference first, then
-// the catalog order. ok is true only when every row is OK. The error is a
+// SelftestSubject is one implementation the selftest runs on the suite's
+// cases of one kernel. A subject named "reference" must pass every case;
+// any other must fail one.
+type SelftestSubject struct {
+	Kernel string // the kernel whose cases it runs
+	Name   string // "reference", or the mutant or fault build name
+	Fault  string // one line: what is wrong ("" for the reference)
+	Impl   Impl
+}
+
+// DefaultSelftestSubjects returns, per registered kernel in name order,
+// the reference and then the kernel's catalog mutants.
+func DefaultSelftestSubjects() []SelftestSubject {
+	var subs []SelftestSubject
+	for _, k := range Kernels() {
+		subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: "reference", Impl: ReferenceImpl{}})
+		for _, m := range k.Mutants() {
+			subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: m.Name, Fault: m.Fault, Impl: MutantImpl{Kernel: k.Name(), Mutant: m}})
+		}
+	}
+	return subs
+}
+
+// Selftest runs each subject (by default DefaultSelftestSubjects: per
+// registered kernel the reference, which must pass all of the suite's
+// cases of that kernel, and each catalog mutant, which stops at its first
+// failing case, the one that caught it). A kernel with mutants but no
+// case in the suite leaves them uncaught. Rows come back in subject
+// order. ok is true only when every row is OK. The error is a
 // *SuiteError or *InternalError that stopped the selftest.
 func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok bool, err error) {
 	type job struct {
@@ -55,15 +82,20 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok b
 		impl Impl
 		row  SelftestRow
 	}
+	subjects := cfg.Subjects
+	if subjects == nil {
+		subjects = DefaultSelftestSubjects()
+	}
 	var jobs []job
-	for _, k := range Kernels() {
-		if len(cfg.Kernels) > 0 && !contains(cfg.Kernels, k.Name()) {
+	for _, sub := range subjects {
+		if len(cfg.Kernels) > 0 && !contains(cfg.Kernels, sub.Kernel) {
 			continue
 		}
-		jobs = append(jobs, job{k, ReferenceImpl{}, SelftestRow{Kernel: k.Name(), Mutant: "reference"}})
-		for _, m := range k.Mutants() {
-			jobs = append(jobs, job{k, MutantImpl{Kernel: k.Name(), Mutant: m}, SelftestRow{Kernel: k.Name(), Mutant: m.Name, Fault: m.Fault}})
+		k, found := LookupKernel(sub.Kernel)
+		if !found {
+			return nil, false, &InternalError{Err: fmt.Errorf("selftest subject %s: unknown kernel %q", sub.Name, sub.Kernel)}
 		}
+		jobs = append(jobs, job{k, sub.Impl, SelftestRow{Kernel: sub.Kernel, Mutant: sub.Name, Fault: sub.Fault}})
 	}
 	rows = make([]SelftestRow, len(jobs))
 	errs := make([]error, len(jobs))
