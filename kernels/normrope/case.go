@@ -196,7 +196,7 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 		return nil, fmt.Errorf("case %s: %w", id, err)
 	}
 	c := &difftest.Case{ID: id, Kernel: KernelName, Params: p, Outputs: outputsOf(p)}
-	for _, name := range InputNames {
+	for _, name := range InputNames() {
 		t, ok := tensors[name]
 		if !ok || t == nil {
 			return nil, fmt.Errorf("case %s: capture has no tensor %q", id, name)

@@ -225,7 +225,9 @@ func fillGaussian(g *gen) {
 	})
 }
 
-// Families returns the input family names, sorted.
+// Families returns the input family names, sorted: bf16-max, constant,
+// e4m3-max, e4m3-midpoint, gaussian, nonfinite, outlier, positions, slots,
+// zero. FamilyDoc describes each.
 func Families() []string {
 	names := make([]string, 0, len(families))
 	for n := range families {
@@ -234,6 +236,10 @@ func Families() []string {
 	sort.Strings(names)
 	return names
 }
+
+// FamilyDoc returns a one-line description of an input family, or "" for
+// an unknown name.
+func FamilyDoc(name string) string { return families[name].doc }
 
 // setX stores bf16_rne(v) at x[t][i].
 func (g *gen) setX(t, i int, v float64) { g.x.SetU16(t*g.stride+i, numeric.BF16FromF64(v)) }

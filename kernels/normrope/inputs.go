@@ -21,8 +21,11 @@ const (
 	NameCache     = "cache"
 )
 
-// InputNames lists the input tensors in contract order.
-var InputNames = []string{NameX, NameWeight, NameBias, NameFreqs, NamePositions, NameOutLoc}
+// InputNames returns the input tensor names in contract order: x, weight,
+// bias, freqs, positions, out_loc.
+func InputNames() []string {
+	return []string{NameX, NameWeight, NameBias, NameFreqs, NamePositions, NameOutLoc}
+}
 
 // inputs is a validated case, unpacked: shapes and exact f64 parameters.
 type inputs struct {

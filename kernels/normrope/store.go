@@ -13,8 +13,8 @@ import (
 )
 
 // ScaleFloor is the amax floor of the FP8 scale, the f32 constant 1e-4f
-// as kernels spell it (9.99999974738e-05): scale = max(amax, 1e-4)/448.
-var ScaleFloor = float64(float32(1e-4))
+// as kernels spell it (bits 0x38D1B717): scale = max(amax, 1e-4)/448.
+const ScaleFloor = 9.99999974737875163555145263671875e-05
 
 // slotBytes locates slot's bytes in the cache. page = slot >> log2 P,
 // off = slot & (P−1):

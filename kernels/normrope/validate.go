@@ -35,10 +35,10 @@ func validate(c *difftest.Case) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	if len(c.Inputs) != len(InputNames) {
-		return difftest.Inputf("inputs", nil, "want %d tensors %v, got %d", len(InputNames), InputNames, len(c.Inputs))
+	if len(c.Inputs) != len(InputNames()) {
+		return difftest.Inputf("inputs", nil, "want %d tensors %v, got %d", len(InputNames()), InputNames(), len(c.Inputs))
 	}
-	for i, name := range InputNames {
+	for i, name := range InputNames() {
 		if c.Inputs[i] == nil || c.Inputs[i].Name != name {
 			got := "<nil>"
 			if c.Inputs[i] != nil {

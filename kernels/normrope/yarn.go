@@ -130,13 +130,16 @@ func buildFreqs(y Yarn, have []float32, maxPos int) []float32 {
 	}
 	out := make([]float32, maxPos*RopeDim)
 	copy(out, have)
-	for p := len(have) / RopeDim; p < maxPos; p++ {
-		row := out[p*RopeDim : (p+1)*RopeDim]
-		for j, f := range freq {
-			a := float64(float64(p) * f)
-			row[2*j] = float32(math.Cos(a))
-			row[2*j+1] = float32(math.Sin(a))
+	first := len(have) / RopeDim
+	forTokens(maxPos-first, func(lo, hi int) {
+		for p := first + lo; p < first+hi; p++ {
+			row := out[p*RopeDim : (p+1)*RopeDim]
+			for j, f := range freq {
+				a := float64(float64(p) * f)
+				row[2*j] = float32(math.Cos(a))
+				row[2*j+1] = float32(math.Sin(a))
+			}
 		}
-	}
+	})
 	return out
 }

@@ -1,0 +1,41 @@
+// Package normrope is the Go contract of norm_rope_store (DESIGN.md §4),
+// the fused norm + RoPE + Hadamard + paged FP8/BF16 store of indexer keys
+// in DeepSeek-V3.2/V4-style sparse attention: its parameters and presets,
+// real YaRN frequency tables, input validation, an f64 reference, the
+// store comparator with its derived tolerance, the input families, the
+// store mutants of DESIGN.md §8, and the difftest.Kernel that registers
+// them as "norm_rope_store".
+//
+// Tensors (contract names and order): x bf16 [N, x_stride ≥ 128], weight
+// f32 [128], bias f32 [128], freqs f32 [max_pos, 64] ((cos_j, sin_j)
+// interleaved), positions i64 [N], out_loc i64 [N]; output cache u8
+// [num_pages, 132·P] (FP8) or [num_pages, 256·P] (BF16), in-out. The
+// configuration travels as Params (JSON in capture files and exec
+// metadata; the field names match the bridge's packer of normrope.h).
+//
+// Choices where DESIGN.md is silent, and where this package is stricter:
+//
+//   - Tolerance. A stored value is accepted when it is the round-to-nearest
+//     image of some value within E_k of the exact result, E_k a worst-case
+//     bound on the error of any binary32 evaluation of the formulas
+//     (bound.go). That is "within 1 ULP / one e4m3 step" where rounding can
+//     produce the neighbour (near a midpoint) and exact elsewhere; a plain
+//     "≤ 1 ULP" or "≤ 1 step" rule would accept bf16 truncation and f16
+//     double rounding, which are never more than one step off. Near zero E_k
+//     spans several ULPs: the absolute floor of DESIGN.md §4.
+//   - LayerNorm variance: the bound covers two-pass and Welford variances,
+//     as PyTorch's layer_norm and the DeepSeek kernels compute them; a
+//     one-pass E[x²] − mean² cancels badly when |mean| ≫ std and can fall
+//     outside it.
+//   - FP8: codes are e4m3fn(z / s) with the exact scale s, the scale is
+//     stored as f32(s); the amax floor is the f32 constant 1e-4f.
+//   - Don't care: tokens with NaN/inf inputs, or whose f32 sums (Σx²;
+//     Σ|x| and Σ(x − mean)² for LayerNorm) can overflow in some summation
+//     order, are skipped by Check; their slots are still in Written.
+//   - YaRN: the ramp is always applied (the deployed configurations have
+//     max_seq_len > original_seq_len). The "positions" family uses V3.2's
+//     whole 163840-row table but V4's first 262144 rows (64 MiB) by
+//     default; max_pos = 1048576 gives the whole V4 table (256 MiB).
+//   - The last token of a generated case never gets out_loc −1, so a
+//     kernel's tail handling is always exercised.
+package normrope
