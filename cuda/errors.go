@@ -90,6 +90,10 @@ func (r Result) String() string {
 	return fmt.Sprintf("CUresult(%d)", int32(r))
 }
 
+// Sentinel returns an error that errors.Is matches against any
+// *CUDAError with code r.
+func (r Result) Sentinel() error { return &CUDAError{Code: r} }
+
 // Sticky reports whether r leaves the context unusable: after such an
 // error every later call in the process fails, so the process must be
 // replaced (the driver API reference says of each: "the context cannot be
