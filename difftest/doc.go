@@ -1,0 +1,52 @@
+// Package difftest is kerneldiff's kernel-agnostic harness (DESIGN.md §2,
+// §6–§8): the Case, Tensor, Kernel and Impl types, the case pipeline,
+// suites, reports, exit codes, the exec protocol and the selftest. It
+// never imports a kernel package; kernels and device implementations
+// register themselves (RegisterKernel, RegisterImpl, RegisterCommand).
+//
+// # The case pipeline (CaseRun.RunCase)
+//
+// For each case: draw the inputs from (seed, case id) with key
+// rng.CaseKey(seed, id); validate them; hash them (InputDigest); allocate
+// every output with GuardBytes (4 KiB) of guard on both sides and fill
+// output and guards with PoisonA (0xA5); run the implementation under the
+// per-case time-out; check that no input changed (input-modified), that
+// the guards are intact and that no byte outside Kernel.Written changed
+// (guard); run again with PoisonB (0x5A) and repeat those checks; flag
+// every written byte that kept PoisonA in the first run and PoisonB in the
+// second (unwritten); compare the two runs with Kernel.Equivalent
+// (nondeterministic); and compare the first run with the reference, which
+// runs beside the implementation into PoisonA-filled outputs
+// (Kernel.Check). The first failing step gives the case its class; the
+// comparison with the reference still runs for its metrics, and a
+// failure it also finds is kept as a warning.
+//
+// A panicking implementation fails its case with class crash; a
+// *RunError keeps its class; a run past the time-out is class timeout (an
+// in-process implementation that ignores its context is abandoned, with
+// buffers the harness never reuses). An implementation reporting itself
+// Unavailable stops the run.
+//
+// # Exit codes (ExitCode)
+//
+// 0: every case passed. 1: at least one failed. 2: usage error, a bad
+// suite file (malformed TOML, unknown key, kernel, family or parameter,
+// duplicate case) or a bad capture file (wrong dtype or shape, contract
+// violation). 125: nothing could be tested, or nothing the run says can be
+// trusted: no driver, device or image (Unavailable before any case
+// failed), a generator that draws inputs its own contract rejects, a
+// reference or comparator that fails (*InternalError), a panic of the
+// harness itself, an interrupted run, or no case run at all. An
+// Unavailable implementation after a case has already failed exits 1: a
+// real failure marks the commit bad for git bisect.
+//
+// # Reports
+//
+// Every case yields a Record. The CLI streams them as JSON Lines (a
+// Header line first, one "case" line per case written as it ends, a
+// Summary line last; ReadJSONL reads a file cut short by a crash), prints
+// the human table (WriteTable) and writes JUnit XML (WriteJUnit: one
+// <testsuite> per seed, one <testcase> per case). Shards (--shard I/N,
+// 0-based, split by the case's index in the seed-major expanded suite)
+// are joined by Merge.
+package difftest
