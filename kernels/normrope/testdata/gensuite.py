@@ -27,15 +27,17 @@ def toml_value(v):
 
 
 # 1. Every configuration combination (norm × rope offset × style × Hadamard ×
-#    store), Gaussian keys, alternating page sizes 64 and 1.
+#    store), Gaussian keys, page sizes 64 and 1 and N = 96 and 97 (a ragged
+#    tail) in turn.
 stores = [("fp8", "plain"), ("fp8", "ue8m0"), ("bf16", "plain")]
 for i, (norm, off, style, had, (store, sf)) in enumerate(itertools.product(
         ["rms", "layer"], [0, 64], ["neox", "interleaved"], [True, False], stores)):
     p = 64 if i % 2 == 0 else 1
+    n = 96 if (i // 2) % 2 == 0 else 97
     tag = "%s-off%d-%s-%s-%s" % (norm, off, style, "had" if had else "nohad",
                                  store if store == "bf16" else "fp8" + sf)
-    case("gaussian", "config/%s/N=96/P=%d" % (tag, p), norm=norm, rope_offset=off,
-         rope_style=style, hadamard=had, store=store, scale_fmt=sf, N=96, P=p)
+    case("gaussian", "config/%s/N=%d/P=%d" % (tag, n, p), norm=norm, rope_offset=off,
+         rope_style=style, hadamard=had, store=store, scale_fmt=sf, N=n, P=p)
 
 # 2. Every family with every preset (the constructed FP8 families below).
 for fam in ["gaussian", "zero", "constant", "outlier", "bf16-max", "nonfinite", "slots"]:
