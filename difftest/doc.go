@@ -18,7 +18,8 @@
 // (nondeterministic); and compare the first run with the reference, which
 // runs beside the implementation into PoisonA-filled outputs
 // (Kernel.Check). The first failing step gives the case its class; the
-// comparison with the reference still runs for its metrics, and a
+// comparison with the reference still runs for its metrics whenever the
+// first run produced outputs, and a
 // failure it also finds is kept as a warning.
 //
 // A panicking implementation fails its case with class crash; a
