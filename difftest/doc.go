@@ -19,8 +19,8 @@
 // runs beside the implementation into PoisonA-filled outputs
 // (Kernel.Check). The first failing step gives the case its class; the
 // comparison with the reference still runs for its metrics whenever the
-// first run produced outputs, and a
-// failure it also finds is kept as a warning.
+// first run produced outputs, and a failure it also finds is kept as a
+// warning.
 //
 // A panicking implementation fails its case with class crash; a
 // *RunError keeps its class; a run past the time-out is class timeout (an
