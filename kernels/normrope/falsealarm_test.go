@@ -83,3 +83,37 @@ func TestNoFalseAlarms(t *testing.T) {
 	}
 	t.Logf("%d tokens × %d kernel variants, no false alarm", tokens, len(legitimate))
 }
+
+// TestNoFalseAlarmsManySeeds (KD_LONG=1) draws 10^4 seeds, each a small
+// case of one family and configuration in rotation, run by one legitimate
+// kernel variant in rotation: DESIGN.md §4's "zero false alarms over 10^4
+// seeds".
+func TestNoFalseAlarmsManySeeds(t *testing.T) {
+	if os.Getenv("KD_LONG") == "" {
+		t.Skip("KD_LONG=1 runs 10^4 seeds (a few minutes)")
+	}
+	fams, cfgs := Families(), falseAlarmConfigs()
+	ran := 0
+	for seed := uint64(1); seed <= 10000; seed++ {
+		fam := fams[seed%uint64(len(fams))]
+		cfg := cfgs[(seed/uint64(len(fams)))%uint64(len(cfgs))]
+		spec := difftest.CaseSpec{Kernel: KernelName, Family: fam, Name: "fa-seeds/" + fam, Params: map[string]any{"N": int64(9), "P": int64(2), "max_pos": int64(300)}}
+		for k, v := range cfg {
+			spec.Params[k] = v
+		}
+		c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
+		if err != nil {
+			continue // the family does not take this configuration
+		}
+		want := newCache(c)
+		if err := Compute(c, want); err != nil {
+			t.Fatal(err)
+		}
+		l := legitimate[seed%uint64(len(legitimate))]
+		if failed, why := outcome(t, c, want, func(o []*difftest.Tensor) error { return runSim(c, o, l.sim) }); failed {
+			t.Errorf("%s seed %d %v, kernel %s: false alarm: %s", c.ID, seed, c.Params, l.name, why)
+		}
+		ran++
+	}
+	t.Logf("%d seeded cases, no false alarm", ran)
+}

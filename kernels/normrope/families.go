@@ -77,7 +77,7 @@ var families = map[string]family{
 		})
 	}},
 	"nonfinite": {doc: "N(0,1); about 1 token in 4 gets 1–3 of ±inf, ±qNaN, ±sNaN (don't care); the rest are checked", fill: func(g *gen) {
-		sp := numeric16(10, 16) // ±inf, ±qNaN, ±sNaN of rng.SpecialsBF16
+		sp := nonFiniteBF16()
 		g.rows(func(t int, s *rng.Stream) {
 			for i := 0; i < Dim; i++ {
 				g.setX(t, i, s.Normal())
@@ -269,5 +269,7 @@ func needsPlainDirect(ue8m0OK bool) func(Params) error {
 	}
 }
 
-// numeric16 returns SpecialsBF16()[lo:hi].
-func numeric16(lo, hi int) []uint16 { return rng.SpecialsBF16()[lo:hi] }
+// nonFiniteBF16 returns the non-finite patterns of rng.SpecialsBF16, in
+// its order: ±inf (0x7F80, 0xFF80), ±quiet NaN (0x7FC0, 0xFFC0), ±signalling
+// NaN (0x7FA0, 0xFFA0).
+func nonFiniteBF16() []uint16 { return rng.SpecialsBF16()[10:16] }

@@ -35,3 +35,13 @@ func TestSlotBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestNonFiniteBF16(t *testing.T) {
+	want := []uint16{0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FA0, 0xFFA0}
+	got := nonFiniteBF16()
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Fatalf("nonFiniteBF16() = %#04x, want %#04x", got, want)
+		}
+	}
+}
