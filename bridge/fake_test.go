@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"syscall"
@@ -135,6 +137,23 @@ func TestMain(m *testing.M) {
 	case "real":
 		// The production worker command, with whatever driver this machine has.
 		os.Exit(runWorker(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	case "fake-by-fatbin":
+		// The production worker's flags; the fatbin's bytes pick a correct
+		// (any content) or buggy ("TOPK_BUG") fake topk kernel.
+		fs := flag.NewFlagSet(workerCommand, flag.ExitOnError)
+		fatbin := fs.String("fatbin", "", "")
+		fs.Int("device", 0, "")
+		_ = fs.Parse(os.Args[2:])
+		img, err := os.ReadFile(*fatbin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
+		if err := serve(req, rep, newTopkFake(bytes.Contains(img, []byte("TOPK_BUG"))), img, 0, testPackers()); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "ptx":
 		// The real driver running testdata/test_copy.ptx (GPU tests).
 		drv, _ := cuda.Open()

@@ -23,6 +23,11 @@ func init() {
 		Run:     runInfo,
 	})
 	difftest.RegisterCommand(difftest.Command{
+		Name:    "gpu-selftest",
+		Summary: "check that the suite catches every CUDA fault build (-DKD_FAULT_<NAME>)",
+		Run:     runGPUSelftest,
+	})
+	difftest.RegisterCommand(difftest.Command{
 		Name:    workerCommand,
 		Summary: "GPU worker process of the cuda implementation (internal)",
 		Hidden:  true,

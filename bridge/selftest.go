@@ -1,0 +1,202 @@
+// `difftest gpu-selftest`: the selftest of DESIGN.md §8 on the device.
+// Each fault build of kernels/faults.txt (the kernels compiled with
+// -DKD_FAULT_<NAME>, by scripts/build-kernels --faults) runs through the
+// cuda implementation on its kernel's cases of the suite, and must fail
+// one; the table is the harness's selftest table, with the fault builds in
+// the mutant column and, with --reference, the real build as a row that
+// must pass.
+//
+// Race builds (names starting RACE_) are not run here: a missing barrier
+// need not change any output, so their check is compute-sanitizer's
+// racecheck (scripts/gpu-check).
+
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/fixtures"
+)
+
+// faultBuild is one line of kernels/faults.txt.
+type faultBuild struct {
+	Name, Mutant, Kernel, Fault string
+}
+
+// readFaultList parses the fault list: NAME<TAB>mutant<TAB>kernel<TAB>what,
+// '#' comments and blank lines skipped. Errors name the line.
+func readFaultList(path string) ([]faultBuild, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []faultBuild
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		if len(cols) < 4 || cols[0] == "" || cols[2] == "" {
+			return nil, fmt.Errorf("%s:%d: want NAME<TAB>mutant<TAB>kernel<TAB>description, got %q", path, n, line)
+		}
+		out = append(out, faultBuild{Name: cols[0], Mutant: cols[1], Kernel: cols[2], Fault: cols[3]})
+	}
+	return out, sc.Err()
+}
+
+// lazyImpl starts its cuda implementation at the first case, so that a
+// selftest over twenty builds keeps only --parallel workers alive.
+type lazyImpl struct {
+	opts difftest.ImplOptions
+	mu   sync.Mutex
+	im   difftest.Impl
+	err  error
+}
+
+func (l *lazyImpl) Name() string { return "cuda" }
+
+func (l *lazyImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
+	l.mu.Lock()
+	if l.im == nil && l.err == nil {
+		l.im, l.err = NewImpl(l.opts)
+	}
+	im, err := l.im, l.err
+	l.mu.Unlock()
+	if err != nil {
+		return difftest.RunInfo{}, err
+	}
+	return im.Run(ctx, k, c, outs)
+}
+
+// Close ends the worker once the subject's row is done.
+func (l *lazyImpl) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.im == nil {
+		return nil
+	}
+	err := l.im.Close()
+	l.im = nil
+	return err
+}
+
+// loadSuiteArg resolves --suite as `difftest run` does: an embedded suite
+// name, or a file (a path or a .toml name).
+func loadSuiteArg(name string) (*difftest.Suite, error) {
+	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
+		return difftest.LoadSuiteFile(name)
+	}
+	return difftest.LoadSuiteFS(fixtures.Suites(), name)
+}
+
+func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpu-selftest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	suiteName := fs.String("suite", "default", "suite: an embedded suite name or a TOML `FILE`")
+	seed := fs.Uint64("seed", 1, "suite seed")
+	fatbin := fs.String("fatbin", DefaultFatbin, "the real build; its folder's faults/ holds the fault builds")
+	faultsDir := fs.String("faults", "", "folder of the fault builds NAME.fatbin (default: faults/ next to --fatbin)")
+	list := fs.String("list", "", "fault list (default: faults.txt next to --fatbin, else kernels/faults.txt)")
+	reference := fs.Bool("reference", false, "also run the real build, which must pass every case")
+	device := fs.Int("device", 0, "CUDA device ordinal")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run on one case")
+	parallel := fs.Int("parallel", 4, "fault builds run at once (one worker process each)")
+	jsonOut := fs.String("json", "", "also write the rows as JSON to `FILE`")
+	if err := fs.Parse(args); err != nil {
+		return difftest.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gpu-selftest: unexpected argument %q\n", fs.Arg(0))
+		return difftest.ExitUsage
+	}
+	dir := *faultsDir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(*fatbin), "faults")
+	}
+	lst := *list
+	if lst == "" {
+		lst = filepath.Join(filepath.Dir(*fatbin), "faults.txt")
+		if _, err := os.Stat(lst); err != nil {
+			lst = filepath.Join("kernels", "faults.txt")
+		}
+	}
+	builds, err := readFaultList(lst)
+	if err != nil {
+		fmt.Fprintln(stderr, "gpu-selftest:", err)
+		return difftest.ExitUsage
+	}
+	suite, err := loadSuiteArg(*suiteName)
+	if err != nil {
+		fmt.Fprintln(stderr, "gpu-selftest:", err)
+		return difftest.ExitUsage
+	}
+	var subjects []difftest.SelftestSubject
+	var impls []*lazyImpl
+	add := func(kernel, name, fault, path string) {
+		l := &lazyImpl{opts: difftest.ImplOptions{Fatbin: path, Device: *device, Timeout: *timeout}}
+		impls = append(impls, l)
+		subjects = append(subjects, difftest.SelftestSubject{Kernel: kernel, Name: name, Fault: fault, Impl: l})
+	}
+	if *reference {
+		for _, k := range difftest.Kernels() {
+			add(k.Name(), "reference", "", *fatbin)
+		}
+	}
+	for _, b := range builds {
+		if strings.HasPrefix(b.Name, "RACE_") {
+			continue
+		}
+		path := filepath.Join(dir, b.Name+".fatbin")
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintf(stderr, "gpu-selftest: fault build %s missing: %v (scripts/build-kernels BUILD --faults)\n", b.Name, err)
+			return difftest.ExitUntestable
+		}
+		add(b.Kernel, b.Name, b.Fault, path)
+	}
+	defer func() {
+		for _, l := range impls {
+			l.Close()
+		}
+	}()
+	rows, ok, err := difftest.Selftest(ctx, difftest.SelftestConfig{
+		Suite: suite, Seed: *seed, Timeout: *timeout, Parallel: *parallel, Subjects: subjects,
+	})
+	if err != nil {
+		var re *difftest.RunError
+		if errors.As(err, &re) && re.Class == difftest.Unavailable {
+			fmt.Fprintf(stderr, "gpu-selftest: cuda unavailable: %s\n", strings.Join(strings.Fields(re.Msg), " "))
+		} else {
+			fmt.Fprintln(stderr, "gpu-selftest:", err)
+		}
+		return difftest.ExitUntestable
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "gpu-selftest:", err)
+			return difftest.ExitUntestable
+		}
+	}
+	if err := difftest.WriteSelftestTable(stdout, rows, ok); err != nil {
+		return difftest.ExitUntestable
+	}
+	if !ok {
+		return difftest.ExitFail
+	}
+	return difftest.ExitPass
+}
