@@ -17,8 +17,8 @@ func TestReferenceHandWorked(t *testing.T) {
 	t.Run("fp8-plain-hadamard", func(t *testing.T) {
 		// rms: mean(x²) = 8/128 = 1/16, r = 1/sqrt(1/16 + 1e-6) = 4/sqrt(1.000016);
 		// y_0 = y_1 = 2r ≈ 8(1 − 8e-6), the rest 0; RoPE at position 0 is the identity.
-		// Hadamard: z_k = (y_0 + (−1)^(k&1) y_1)/sqrt(128): even k → 16r/2/sqrt(128)·… =
-		// 2·2r/sqrt(128) = √2(1 − 8e-6); odd k → 0.
+		// Hadamard: z_k = (y_0 + (−1)^(k&1) y_1)/sqrt(128): even k → 4r/sqrt(128) =
+		// 16/(8√2)·(1 − 8e-6) = √2(1 − 8e-6); odd k → 0.
 		// amax = √2(1 − 8e-6) ≈ 1.4142, scale = amax/448 ≈ 0.0031567 (stored as f32);
 		// codes: even k → z/scale = 448 → 0x7E, odd k → 0 → 0x00.
 		// P = 2, out_loc 3 → page 1, offset 1: codes at 1·264 + 1·128 = 392,
