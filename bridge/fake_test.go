@@ -166,8 +166,11 @@ func TestMain(m *testing.M) {
 	default:
 		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
 		drv := newFake(mode)
-		if mode == "fake-topk" || mode == "fake-topk-bug" {
+		switch mode {
+		case "fake-topk", "fake-topk-bug":
 			drv = newTopkFake(mode == "fake-topk-bug")
+		case "fake-normrope", "fake-normrope-bug":
+			drv = fakecuda.New(map[string]fakecuda.Kernel{"kd_norm_rope_store": fakeNormRope(mode == "fake-normrope-bug")})
 		}
 		err := serve(req, rep, drv, []byte("fake fatbin"), 0, testPackers())
 		if err != nil {
