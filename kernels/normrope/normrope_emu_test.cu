@@ -2,7 +2,8 @@
  * through kernels/emu/host_emu.h and checks it against DESIGN.md §4.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
- * -ffp-contract=off -pthread). Exit 0 when every check passes, 1 otherwise.
+ * -ffp-contract=off -pthread). Exit 0 when every check passes, 1 otherwise;
+ * --failfast stops after the first failing part (fault builds).
  *
  * Part 1, exact: the kernel's number-format helpers against brute-force
  * encoders written here from the formats' definitions: e4m3fn (OCP OFP8:
@@ -266,8 +267,11 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
     }
     if (n > 1) loc[n - 1] = slots[n - 1]; /* the tail token is written */
     const uint8_t canary = 0xA5;
-    std::vector<uint8_t> cache_mem(num_pages * page_bytes + cache_misalign + 64, canary);
-    uint8_t *cache = cache_mem.data() + cache_misalign;
+    /* Guard bands of two pages on both sides (plus the misalignment in
+     * front): a write outside the cache lands in canary bytes. */
+    const size_t front = static_cast<size_t>(2 * page_bytes) + cache_misalign;
+    std::vector<uint8_t> cache_mem(front + num_pages * page_bytes + 2 * page_bytes, canary);
+    uint8_t *cache = cache_mem.data() + front;
 
     kd_normrope_params p{};
     p.x = x.data();
@@ -317,7 +321,7 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
                 expect(std::fabs(got - z[k]) <= allowed, "%s: token %ld dim %d bf16 %.9g, reference %.9g",
                        c.name.c_str(), static_cast<long>(t), k, got, z[k]);
             }
-            std::fill(owned.begin() + cache_misalign + base, owned.begin() + cache_misalign + base + 256, 1);
+            std::fill(owned.begin() + front + base, owned.begin() + front + base + 256, 1);
             continue;
         }
         const int64_t cbase = page * page_bytes + off * 128, sbase = page * page_bytes + 128 * P + off * 4;
@@ -344,8 +348,8 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
             expect(std::abs(gi - wi) <= 1 || (gi == 0 && wi == 0), "%s: token %ld dim %d code 0x%02X, reference 0x%02X (q %.9g)",
                    c.name.c_str(), static_cast<long>(t), k, got, want, z[k] / ks);
         }
-        std::fill(owned.begin() + cache_misalign + cbase, owned.begin() + cache_misalign + cbase + 128, 1);
-        std::fill(owned.begin() + cache_misalign + sbase, owned.begin() + cache_misalign + sbase + 4, 1);
+        std::fill(owned.begin() + front + cbase, owned.begin() + front + cbase + 128, 1);
+        std::fill(owned.begin() + front + sbase, owned.begin() + front + sbase + 4, 1);
     }
     int64_t touched = 0;
     for (size_t i = 0; i < cache_mem.size(); ++i)
@@ -368,9 +372,19 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
 
 } /* namespace */
 
-int main()
+int main(int argc, char **argv)
 {
+    bool failfast = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--failfast") == 0) {
+            failfast = true;
+        } else {
+            std::fprintf(stderr, "usage: %s [--failfast]\n", argv[0]);
+            return 2;
+        }
+    }
     test_formats();
+    if (failfast && g_failed) return 1;
     const Config v32{"v32", KD_NORM_LAYER, 0, KD_ROPE_NEOX, 1, KD_STORE_FP8, KD_SCALE_PLAIN, 0};
     const Config v4{"v4", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 1, KD_STORE_FP8, KD_SCALE_PLAIN, 6};
     const Config v4bf{"v4-bf16", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 1, KD_STORE_BF16, KD_SCALE_PLAIN, 6};
@@ -397,7 +411,10 @@ int main()
         {{"rms-plain-no-rope-effect-448", KD_NORM_RMS, 64, KD_ROPE_NEOX, 0, KD_STORE_FP8, KD_SCALE_PLAIN, 0}, 3, kExact448, 128, 0},
     };
     uint64_t seed = 7;
-    for (const Run &r : runs) run_config(r.c, r.n, r.fam, r.stride, r.misalign, seed++);
+    for (const Run &r : runs) {
+        run_config(r.c, r.n, r.fam, r.stride, r.misalign, seed++);
+        if (failfast && g_failed) return 1;
+    }
 
     /* Preconditions the kernel enforces with a trap. */
     {
