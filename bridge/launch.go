@@ -83,8 +83,9 @@ func log2Exact(name string, p int) (int32, error) {
 	return s, nil
 }
 
-// decodeParams decodes the case's params JSON into v, rejecting unknown
-// fields of a mistyped value only through the typed decode.
+// decodeParams decodes the case's params JSON into v (fields the launch
+// does not need are ignored); a missing or undecodable params value is an
+// *InputError on "params".
 func decodeParams(kernel string, raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return difftest.Inputf("params", nil, "%s case has no params", kernel)

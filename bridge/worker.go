@@ -218,6 +218,9 @@ func (wk *worker) run(req *request) reply {
 			return fault("copying output "+o.Name+" (with guards) to the device", err)
 		}
 		base[i] = p
+		// The kernel sees base + Guard: cuMemAlloc returns 256-byte aligned
+		// memory and the harness's guard (difftest.GuardBytes, 4096) keeps
+		// that alignment.
 		ptr := p
 		if p != 0 && o.Guard < len(o.Full) {
 			ptr = p + cuda.DevicePtr(o.Guard)
