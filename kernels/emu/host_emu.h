@@ -1,5 +1,8 @@
-/* host_emu.h: run this project's CUDA kernels on the CPU, one OS thread per
- * CUDA thread, to test their logic on machines without a GPU.
+/* host_emu.h: run this project's CUDA kernels on the CPU to test their
+ * logic on machines without a GPU. Each CUDA thread is a fiber (ucontext)
+ * with its own stack; one OS thread runs them cooperatively, switching only
+ * at __syncthreads and warp collectives, so a test uses one core however
+ * many CUDA threads it emulates, and runs are reproducible.
  *
  * Scope: exactly the CUDA subset kernels/topk/topk.cu and
  * kernels/normrope/normrope.cu use: threadIdx/blockIdx (x only),
@@ -7,9 +10,12 @@
  * __ballot_sync, atomicAdd on u32, __popc/__ffs, the IEEE round-to-nearest
  * f32 intrinsics (__fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, __fsqrt_rn,
  * __float2uint_rn), __trap, static __shared__ variables. Blocks run one
- * after another; the threads of a block run concurrently, so barriers and
- * warp exchanges really synchronise (std::barrier), and a missing barrier
- * can show up as a wrong or varying result, as on a GPU.
+ * after another. Barriers really block: a fiber waits until every live
+ * thread of its block (or warp) has arrived; a thread that returns leaves
+ * the barriers, as on a GPU. A block that can never finish (a barrier some
+ * threads skip) is reported and aborts the test. Scheduling is round-robin
+ * in thread order, so a missing barrier shows up only if that order
+ * exposes it; compute-sanitizer racecheck on a GPU is the real test.
  *
  * Host f32 arithmetic is IEEE binary32 with round-to-nearest-even; compile
  * with -ffp-contract=off (no FMA contraction) so the explicit rounding
@@ -23,15 +29,14 @@
 #ifndef KD_HOST_EMU_H
 #define KD_HOST_EMU_H
 
-#include <pthread.h>
+#include <ucontext.h>
 
-#include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -50,98 +55,171 @@ inline uint2 make_uint2(uint32_t x, uint32_t y) { return uint2{x, y}; }
 struct emu_dim3 {
     unsigned x, y, z;
 };
-inline thread_local emu_dim3 threadIdx;
-inline thread_local emu_dim3 blockIdx;
+/* Set by the scheduler before it resumes a fiber. */
+inline emu_dim3 threadIdx;
+inline emu_dim3 blockIdx;
 
 namespace emu {
 
 struct Trap {};
 
-struct Block {
-    std::unique_ptr<std::barrier<>> block_bar;
-    std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
-    std::vector<uint64_t> xchg; /* [warps * 32] */
-    std::atomic<int> traps{0};
+struct Fiber {
+    ucontext_t ctx;
+    unsigned tid = 0;
+    bool done = false;
 };
 
-inline thread_local Block *cur = nullptr;
+struct Barrier {
+    int expected = 0;
+    int arrived = 0;
+    std::vector<Fiber *> waiters;
+};
+
+struct Block {
+    std::vector<Fiber> fibers;
+    std::vector<std::unique_ptr<char[]>> stacks;
+    ucontext_t sched;
+    std::deque<Fiber *> ready;
+    Fiber *current = nullptr;
+    Barrier block_bar;
+    std::vector<Barrier> warp_bar;
+    std::vector<uint64_t> xchg[2]; /* double-buffered warp exchange, [warps * 32] */
+    std::vector<unsigned> parity;  /* exchange rounds per thread */
+    const std::function<void()> *body = nullptr;
+    int traps = 0;
+};
+
+inline Block *cur = nullptr;
+
+inline void release(Barrier &b)
+{
+    for (Fiber *f : b.waiters) cur->ready.push_back(f);
+    b.waiters.clear();
+    b.arrived = 0;
+}
+
+inline void wait(Barrier &b)
+{
+    if (++b.arrived >= b.expected) {
+        release(b);
+        return;
+    }
+    b.waiters.push_back(cur->current);
+    swapcontext(&cur->current->ctx, &cur->sched);
+}
+
+inline void drop(Barrier &b)
+{
+    --b.expected;
+    if (b.arrived > 0 && b.arrived >= b.expected) release(b);
+}
+
+/* round publishes this lane's 64 bits to its warp and returns the warp's
+ * 32 published values, valid until this lane's next round. Two buffers and
+ * one barrier per round: a lane writes buffer q only after the barrier of
+ * the round before, which every lane reaches after reading buffer q of the
+ * round before that. Each thread counts its own rounds; the lanes of a
+ * warp run the same sequence of collectives, so their counts agree. */
+inline const uint64_t *round(uint64_t bits)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    std::vector<uint64_t> &buf = cur->xchg[cur->parity[threadIdx.x]++ & 1];
+    buf[warp * 32 + lane] = bits;
+    wait(cur->warp_bar[warp]);
+    return buf.data() + warp * 32;
+}
 
 template <class T>
 inline T exchange(T v, int src_lane)
 {
     static_assert(sizeof(T) <= 8, "shuffle of at most 64 bits");
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
-    cur->xchg[warp * 32 + lane] = bits;
-    cur->warp_bar[warp]->arrive_and_wait();
-    const uint64_t got = cur->xchg[warp * 32 + (src_lane & 31)];
-    cur->warp_bar[warp]->arrive_and_wait();
+    const uint64_t got = round(bits)[src_lane & 31];
     T out;
     std::memcpy(&out, &got, sizeof(T));
     return out;
 }
 
-struct ThreadArg {
-    Block *block;
-    unsigned tid, bid;
-    const std::function<void()> *body;
-};
-
-inline void *thread_main(void *p)
+inline void fiber_main()
 {
-    ThreadArg *a = static_cast<ThreadArg *>(p);
-    cur = a->block;
-    threadIdx = emu_dim3{a->tid, 0, 0};
-    blockIdx = emu_dim3{a->bid, 0, 0};
+    Block *b = cur;
+    Fiber *f = b->current;
     try {
-        (*a->body)();
+        (*b->body)();
     } catch (const Trap &) {
-        cur->traps.fetch_add(1);
+        ++b->traps;
     }
-    /* An exited thread no longer takes part in barriers (as on a GPU). */
-    cur->warp_bar[a->tid >> 5]->arrive_and_drop();
-    cur->block_bar->arrive_and_drop();
-    return nullptr;
+    f->done = true;
+    drop(b->warp_bar[f->tid >> 5]);
+    drop(b->block_bar);
+    /* returning resumes uc_link, the scheduler */
+}
+
+/* init_fiber prepares f to start fiber_main on the given stack. Kept out
+ * of line: getcontext returns twice, which must not touch launch's locals. */
+[[gnu::noinline]] inline void init_fiber(Fiber &f, char *stack, size_t size, ucontext_t *link)
+{
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = stack;
+    f.ctx.uc_stack.ss_size = size;
+    f.ctx.uc_link = link;
+    makecontext(&f.ctx, fiber_main, 0);
 }
 
 /* launch runs body as grid_x blocks of block_x threads (block_x a multiple
- * of 32) and returns how many threads trapped. */
+ * of 32, at most 1024) and returns how many threads trapped. */
 inline int launch(unsigned grid_x, unsigned block_x, const std::function<void()> &body)
 {
     if (block_x == 0 || block_x % 32 != 0 || block_x > 1024) {
         std::fprintf(stderr, "emu::launch: block of %u threads\n", block_x);
         std::abort();
     }
+    constexpr size_t kStack = 128 * 1024;
     int traps = 0;
+    Block block;
+    block.fibers.resize(block_x);
+    for (unsigned t = 0; t < block_x; ++t) block.stacks.emplace_back(new char[kStack]);
     for (unsigned b = 0; b < grid_x; ++b) {
-        Block block;
-        block.block_bar = std::make_unique<std::barrier<>>(block_x);
-        for (unsigned w = 0; w < block_x / 32; ++w)
-            block.warp_bar.push_back(std::make_unique<std::barrier<>>(32));
-        block.xchg.assign(block_x, 0);
-        std::vector<ThreadArg> args(block_x);
-        std::vector<pthread_t> th(block_x);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
+        block.block_bar = Barrier{static_cast<int>(block_x), 0, {}};
+        block.warp_bar.assign(block_x / 32, Barrier{32, 0, {}});
+        block.xchg[0].assign(block_x, 0);
+        block.xchg[1].assign(block_x, 0);
+        block.parity.assign(block_x, 0);
+        block.body = &body;
+        block.traps = 0;
+        block.ready.clear();
+        cur = &block;
         for (unsigned t = 0; t < block_x; ++t) {
-            args[t] = ThreadArg{&block, t, b, &body};
-            if (pthread_create(&th[t], &attr, thread_main, &args[t]) != 0) {
-                std::fprintf(stderr, "emu::launch: pthread_create failed at thread %u\n", t);
+            Fiber &f = block.fibers[t];
+            f.tid = t;
+            f.done = false;
+            init_fiber(f, block.stacks[t].get(), kStack, &block.sched);
+            block.ready.push_back(&f);
+        }
+        blockIdx = emu_dim3{b, 0, 0};
+        while (!block.ready.empty()) {
+            Fiber *f = block.ready.front();
+            block.ready.pop_front();
+            block.current = f;
+            threadIdx = emu_dim3{f->tid, 0, 0};
+            swapcontext(&block.sched, &f->ctx);
+        }
+        for (unsigned t = 0; t < block_x; ++t) {
+            if (!block.fibers[t].done) {
+                std::fprintf(stderr, "emu::launch: block %u deadlocked: thread %u waits at a barrier others skip\n", b, t);
                 std::abort();
             }
         }
-        pthread_attr_destroy(&attr);
-        for (unsigned t = 0; t < block_x; ++t) pthread_join(th[t], nullptr);
-        traps += block.traps.load();
+        traps += block.traps;
+        cur = nullptr;
     }
     return traps;
 }
 
 } /* namespace emu */
 
-inline void __syncthreads() { emu::cur->block_bar->arrive_and_wait(); }
+inline void __syncthreads() { emu::wait(emu::cur->block_bar); }
 [[noreturn]] inline void __trap() { throw emu::Trap{}; }
 
 template <class T>
@@ -157,17 +235,21 @@ inline T __shfl_up_sync(unsigned, T v, unsigned o)
 }
 inline unsigned __ballot_sync(unsigned, int pred)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    emu::cur->xchg[warp * 32 + lane] = pred ? 1u : 0u;
-    emu::cur->warp_bar[warp]->arrive_and_wait();
+    const uint64_t *all = emu::round(pred ? 1u : 0u);
     unsigned m = 0;
     for (int l = 0; l < 32; ++l)
-        if (emu::cur->xchg[warp * 32 + l]) m |= 1u << l;
-    emu::cur->warp_bar[warp]->arrive_and_wait();
+        if (all[l]) m |= 1u << l;
     return m;
 }
 
-inline unsigned atomicAdd(unsigned *p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+/* One OS thread runs every fiber and fibers switch only at collectives, so
+ * a plain read-modify-write is atomic here. */
+inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __ffs(unsigned v) { return __builtin_ffs(static_cast<int>(v)); }
 

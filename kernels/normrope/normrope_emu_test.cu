@@ -2,7 +2,7 @@
  * through kernels/emu/host_emu.h and checks it against DESIGN.md §4.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
- * -ffp-contract=off -pthread). Exit 0 when every check passes, 1 otherwise;
+ * -ffp-contract=off). Exit 0 when every check passes, 1 otherwise;
  * --failfast stops after the first failing part (fault builds).
  *
  * Part 1, exact: the kernel's number-format helpers against brute-force

@@ -2,15 +2,14 @@
  * kernels/emu/host_emu.h and checks every row against DESIGN.md §3.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
- * -ffp-contract=off -pthread). Exit 0 when every case passes, 1 otherwise;
+ * -ffp-contract=off). Exit 0 when every case passes, 1 otherwise;
  * one line per case. Each row is checked twice: (1) the contract's
  * tie-aware validity rule, independent of the kernel's choices; (2) the
  * exact bytes topk.h documents: positions above the threshold ascending,
  * then the lowest-positioned ties ascending, page slots in 64-bit. Each
  * launch runs twice, with different output poison, and must give the same
  * bytes. Positions past L hold +NaN, which would rank first if read.
- * Flags: --big adds rows of 65537 and 262144 positions (minutes on two
- * cores); --failfast stops at the first failing case (fault builds). */
+ * Flags: --big adds rows of 65537 and 262144 positions; --failfast stops at the first failing case (fault builds). */
 
 #include "../emu/host_emu.h"
 
