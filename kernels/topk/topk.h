@@ -15,9 +15,11 @@ extern "C" {
  *
  * Launch geometry: grid = (batch, 1, 1), one block per row; block =
  * (KD_TOPK_THREADS, 1, 1); dynamic shared memory = KD_TOPK_DYNAMIC_SMEM (0).
- * Static shared memory is about 24.3 KiB (histogram of KD_TOPK_BINS u32, the
- * candidate buffer of KD_TOPK_CAND_CAP u32 keys, scan scratch); the exact
- * figure per target is in ptxas-report.txt next to the fatbin.
+ * Static shared memory is 24720 bytes (histogram of KD_TOPK_BINS u32, the
+ * candidate buffer of KD_TOPK_CAND_CAP u32 keys, scan scratch; the driver
+ * adds its 1 KiB per-block reservation on sm_90 and later); registers are
+ * at most 50 per thread (ptxas-report.txt next to the fatbin has the
+ * figures per target), so one 1024-thread block always fits an SM.
  *
  * Algorithm (topk.cu): radix select on key32(x) = bits(x) ^ (sign ?
  * 0xFFFFFFFF : 0x80000000), compared as unsigned (DESIGN.md §3), in three

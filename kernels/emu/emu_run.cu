@@ -1,0 +1,164 @@
+/* emu_run: runs one launch of a kernel of kernels/kernels.cu on the CPU
+ * (host_emu.h) from raw little-endian tensor files, for
+ * kernels/emu/exec_emu.py, which speaks the harness's exec protocol
+ * (DESIGN.md §7) so that `difftest run --impl exec:...` checks the CUDA
+ * source itself, without a GPU.
+ *
+ * Usage: emu_run topk DIR | emu_run normrope DIR
+ * DIR holds params.txt ("name value" lines, integers except eps) and one
+ * NAME.bin per tensor of the contract (DESIGN.md §3, §4):
+ *   topk:     in scores, seq_lens, page_table; out page_indices,
+ *             raw_indices (when return_raw is 1)
+ *   normrope: in x, weight, bias, freqs, positions, out_loc, cache;
+ *             out cache (rewritten in place)
+ * Exit 0 on success; 1 with a message on a bad file or a trapped launch. */
+
+#include "host_emu.h"
+
+#include "../kernels.cu"
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string g_dir;
+
+[[noreturn]] void die(const std::string &msg)
+{
+    std::fprintf(stderr, "emu_run: %s\n", msg.c_str());
+    std::exit(1);
+}
+
+template <class T>
+std::vector<T> load(const std::string &name)
+{
+    const std::string path = g_dir + "/" + name + ".bin";
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) die("cannot open " + path);
+    std::fseek(f, 0, SEEK_END);
+    const long n = std::ftell(f);
+    std::fseek(f, 0, SEEK_SET);
+    if (n < 0 || n % static_cast<long>(sizeof(T)) != 0) die(path + ": size not a multiple of the element size");
+    std::vector<T> v(static_cast<size_t>(n) / sizeof(T) + 1); /* +1: never empty */
+    if (n > 0 && std::fread(v.data(), 1, static_cast<size_t>(n), f) != static_cast<size_t>(n)) die("short read of " + path);
+    std::fclose(f);
+    v.resize(static_cast<size_t>(n) / sizeof(T));
+    return v;
+}
+
+template <class T>
+void save(const std::string &name, const std::vector<T> &v)
+{
+    const std::string path = g_dir + "/" + name + ".bin";
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f) die("cannot create " + path);
+    if (!v.empty() && std::fwrite(v.data(), sizeof(T), v.size(), f) != v.size()) die("short write of " + path);
+    std::fclose(f);
+}
+
+std::map<std::string, std::string> params()
+{
+    std::map<std::string, std::string> m;
+    FILE *f = std::fopen((g_dir + "/params.txt").c_str(), "r");
+    if (!f) die("cannot open params.txt");
+    char k[64], v[64];
+    while (std::fscanf(f, "%63s %63s", k, v) == 2) m[k] = v;
+    std::fclose(f);
+    return m;
+}
+
+long long geti(std::map<std::string, std::string> &m, const char *k)
+{
+    auto it = m.find(k);
+    if (it == m.end()) die(std::string("params.txt lacks ") + k);
+    return std::stoll(it->second);
+}
+
+int run_topk()
+{
+    auto m = params();
+    std::vector<float> scores = load<float>("scores");
+    std::vector<int32_t> lens = load<int32_t>("seq_lens"), table = load<int32_t>("page_table");
+    const int k = static_cast<int>(geti(m, "K"));
+    const int batch = static_cast<int>(geti(m, "batch"));
+    const bool raw = geti(m, "return_raw") != 0;
+    std::vector<int32_t> page(static_cast<size_t>(batch) * k, 0x7B7B7B7B), rawv(page.size(), 0x7B7B7B7B);
+    kd_topk_params p{};
+    p.scores = scores.data();
+    p.seq_lens = lens.data();
+    p.page_table = table.data();
+    p.page_indices = page.data();
+    p.raw_indices = raw ? rawv.data() : nullptr;
+    p.stride = geti(m, "stride");
+    p.max_pages = geti(m, "max_pages");
+    p.batch = batch;
+    p.log2_page = static_cast<int>(geti(m, "log2_page"));
+    p.k = k;
+    if (batch == 0) {
+        save("page_indices", page);
+        if (raw) save("raw_indices", rawv);
+        return 0;
+    }
+    int traps = 0;
+    switch (k) {
+    case 512: traps = emu::launch(batch, KD_TOPK_THREADS, [&] { kd_topk_transform_512(p); }); break;
+    case 1024: traps = emu::launch(batch, KD_TOPK_THREADS, [&] { kd_topk_transform_1024(p); }); break;
+    case 2048: traps = emu::launch(batch, KD_TOPK_THREADS, [&] { kd_topk_transform_2048(p); }); break;
+    default: die("K must be 512, 1024 or 2048 (the instantiated entry points), got " + std::to_string(k));
+    }
+    if (traps) die(std::to_string(traps) + " threads trapped");
+    save("page_indices", page);
+    if (raw) save("raw_indices", rawv);
+    return 0;
+}
+
+int run_normrope()
+{
+    auto m = params();
+    std::vector<uint16_t> x = load<uint16_t>("x");
+    std::vector<float> w = load<float>("weight"), b = load<float>("bias"), fr = load<float>("freqs");
+    std::vector<int64_t> pos = load<int64_t>("positions"), loc = load<int64_t>("out_loc");
+    std::vector<uint8_t> cache = load<uint8_t>("cache");
+    kd_normrope_params p{};
+    p.x = x.data();
+    p.weight = w.data();
+    p.bias = b.empty() ? nullptr : b.data();
+    p.freqs = fr.data();
+    p.positions = pos.data();
+    p.out_loc = loc.data();
+    p.cache = cache.data();
+    p.x_stride = geti(m, "x_stride");
+    p.num_tokens = geti(m, "num_tokens");
+    p.max_pos = geti(m, "max_pos");
+    p.num_pages = geti(m, "num_pages");
+    p.eps = std::stof(m["eps"]);
+    p.log2_page = static_cast<int32_t>(geti(m, "log2_page"));
+    p.norm = static_cast<int32_t>(geti(m, "norm"));
+    p.rope_offset = static_cast<int32_t>(geti(m, "rope_offset"));
+    p.rope_style = static_cast<int32_t>(geti(m, "rope_style"));
+    p.hadamard = static_cast<int32_t>(geti(m, "hadamard"));
+    p.store = static_cast<int32_t>(geti(m, "store"));
+    p.scale_fmt = static_cast<int32_t>(geti(m, "scale_fmt"));
+    const long long grid = (p.num_tokens + KD_NORMROPE_TOKENS_PER_BLOCK - 1) / KD_NORMROPE_TOKENS_PER_BLOCK;
+    if (grid > 0) {
+        const int traps = emu::launch(static_cast<unsigned>(grid), KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
+        if (traps) die(std::to_string(traps) + " threads trapped");
+    }
+    save("cache", cache);
+    return 0;
+}
+
+} /* namespace */
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) die("usage: emu_run topk|normrope DIR");
+    g_dir = argv[2];
+    const std::string k = argv[1];
+    if (k == "topk") return run_topk();
+    if (k == "normrope") return run_normrope();
+    die("unknown kernel " + k);
+}
