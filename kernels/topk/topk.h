@@ -48,9 +48,10 @@ extern "C" {
  * Preconditions (the launcher and the harness check them before launch):
  * p.k equals the entry point's K, 0 <= seq_lens[b] <= stride, max_pages >=
  * ceil(L_b / P), every slot fits in int32, page_indices and raw_indices do
- * not alias the inputs. A kernel that sees p.k != K, a negative seq_len or
- * seq_len > stride executes a trap (the launch fails with an error; it
- * never writes a partial answer). Positions past L_b are never read.
+ * not alias the inputs. A block that sees p.k != K, a negative seq_len,
+ * seq_len > stride or log2_page outside [0, 30] executes a trap before
+ * writing anything (the launch fails with an error; other blocks may have
+ * written their rows). Positions past L_b are never read.
  *
  * Sync rules: every __syncthreads is reached by the whole block (loop trip
  * counts depend only on L_b and on shared values); warp collectives use
