@@ -2,8 +2,9 @@
 """exec_emu: the exec protocol (DESIGN.md §7) in front of emu_run, so the
 harness checks the CUDA kernels' own source on a machine without a GPU:
 
-    scripts/test-kernels-emu --build-only      # builds build/emu/emu_run
-    difftest run --suite quick --impl 'exec:python3 kernels/emu/exec_emu.py build/emu/emu_run'
+    scripts/test-kernels-emu --harness   # builds build/emu/emu_run, runs quick
+    difftest run --suite default \
+        --impl 'exec:python3 kernels/emu/exec_emu.py build/emu/emu_run'
 
 Usage: exec_emu.py EMU_RUN in.safetensors out.safetensors
 Reads the inputs and params of one case, maps the contract's params to the
