@@ -148,6 +148,16 @@ type Kernel interface {
 	Mutants() []Mutant
 }
 
+// SpecChecker is an optional interface of a Kernel: CheckSpec reports the
+// error NewCase would return for spec (an unknown family or parameter, a
+// mistyped or out-of-range value), without drawing any input. It must
+// return nil exactly when NewCase would succeed for every seed. Loading a
+// suite checks every case with it (CheckCaseSpec) before any case runs; a
+// kernel without it has each case drawn once and discarded instead.
+type SpecChecker interface {
+	CheckSpec(spec CaseSpec) error
+}
+
 // Mutant is a Go implementation of a kernel with one known fault
 // (DESIGN.md §8).
 type Mutant struct {

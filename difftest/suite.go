@@ -26,6 +26,8 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
 // SuiteError is a problem with a suite file: malformed TOML, an unknown
@@ -68,13 +70,14 @@ type suiteFile struct {
 	Case []CaseSpec `toml:"case"`
 }
 
-// ParseSuite decodes one suite file. It checks what can be checked
-// without drawing inputs: the TOML syntax, no key other than kernel,
-// family, name and params, a registered kernel, one of its families, a
-// non-empty name without spaces (it may hold "/": "gaussian/v32/N=9"), and
-// no repeated case id within the file.
-// Parameters are checked by Kernel.NewCase when the case is generated.
-// Every error is a *SuiteError.
+// ParseSuite decodes one suite file and checks every case before any
+// runs: the TOML syntax, no key other than kernel, family, name and
+// params, a registered kernel, one of its families, a non-empty name
+// without spaces (it may hold "/": "gaussian/v32/N=9"), no repeated case
+// id within the file, and then, in file order, each case's parameters
+// (CheckCaseSpec), so a typo in the last case of a long suite stops the
+// run before its first case. Every error is a *SuiteError naming the
+// first offending case.
 func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 	var sf suiteFile
 	md, err := toml.Decode(string(data), &sf)
@@ -118,7 +121,26 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		seen[id] = true
 		out = append(out, SuiteCase{Spec: spec, File: file})
 	}
+	for _, sc := range out {
+		k, _ := LookupKernel(sc.Spec.Kernel)
+		if err := CheckCaseSpec(k, sc.Spec); err != nil {
+			return nil, &SuiteError{File: file, Case: sc.Spec.ID(), Err: err}
+		}
+	}
 	return out, nil
+}
+
+// CheckCaseSpec reports the error k.NewCase would return for spec, without
+// running the case: through k's SpecChecker when it implements one (no
+// input is drawn), otherwise by drawing the case once under seed 0 and
+// discarding it (the time and memory of one generation). The error is the
+// kernel's own; ParseSuite wraps it in a *SuiteError.
+func CheckCaseSpec(k Kernel, spec CaseSpec) error {
+	if sc, ok := k.(SpecChecker); ok {
+		return sc.CheckSpec(spec)
+	}
+	_, err := k.NewCase(spec, 0, rng.CaseKey(0, spec.ID()))
+	return err
 }
 
 // LoadSuiteFile reads a suite from a file on disk (--suite FILE).
