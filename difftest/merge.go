@@ -1,56 +1,146 @@
-// Joining shard reports (`difftest merge`).
+// Joining shard reports (`difftest merge`): the reports of every shard
+// I/N, 0 ≤ I < N, of one split of one run become the report of the whole
+// run, or nothing does.
 package difftest
 
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
-// Merge joins the reports of the shards of one run into one report. The
-// headers must agree on suite, seed, repeat, implementation and generator
-// version; the merged header drops the shard and keeps the earliest
-// start. Records are ordered by Index; an Index present twice (overlapping
-// shards) is an error. The summary is recounted from the records, its
-// Elapsed is the longest shard's, and it notes shards that did not finish.
+// Merge joins the reports of the shards of one run; see MergeNamed. Its
+// errors name the reports by position ("report 2").
 func Merge(reps []*Report) (*Report, error) {
+	names := make([]string, len(reps))
+	for i := range reps {
+		names[i] = fmt.Sprintf("report %d", i+1)
+	}
+	return MergeNamed(names, reps)
+}
+
+// MergeNamed joins the reports of the shards of one run into the report
+// of the whole run. names[i] names reps[i] in errors (its file).
+//
+// The headers must agree on suite, seed, repeat, implementation and
+// generator version, and their shards must be one whole split: every
+// shard I/N for 0 ≤ I < N, each exactly once, all with the same N. A
+// single report without a shard (an unsharded run) is accepted on its
+// own. Every record must belong to its report's shard (Index ≡ I mod N)
+// and no Index may appear twice. Errors are one line, for example
+// "merge: shard 2/3 missing", "merge: reports mix /3 and /2 shards:
+// b.jsonl is shard 1/3, c.jsonl is shard 1/2" or "merge: shard 0/2
+// appears twice: a.jsonl and b.jsonl".
+//
+// The merged header has no shard, records the split in MergedShards and
+// keeps the earliest start. Records are ordered by Index. The summary is
+// recounted from the records, its Elapsed is the longest shard's, and
+// Aborted notes each shard that did not finish or stopped early.
+func MergeNamed(names []string, reps []*Report) (*Report, error) {
 	if len(reps) == 0 {
 		return nil, fmt.Errorf("merge: no reports")
 	}
+	if len(names) != len(reps) {
+		return nil, fmt.Errorf("merge: %d names for %d reports", len(names), len(reps))
+	}
 	h := reps[0].Header
-	h.Shard = ""
+	for i, r := range reps[1:] {
+		g := r.Header
+		if g.Suite != h.Suite || g.Seed != h.Seed || g.Repeat != h.Repeat || g.Impl != h.Impl || g.GeneratorVersion != h.GeneratorVersion {
+			return nil, fmt.Errorf("merge: %s ran suite %s seed %d repeat %d impl %s generator %d; %s ran suite %s seed %d repeat %d impl %s generator %d",
+				names[i+1], g.Suite, g.Seed, g.Repeat, g.Impl, g.GeneratorVersion, names[0], h.Suite, h.Seed, h.Repeat, h.Impl, h.GeneratorVersion)
+		}
+	}
+	shards, err := checkSplit(names, reps)
+	if err != nil {
+		return nil, err
+	}
 	out := &Report{Header: h}
+	out.Header.Shard = ""
+	if shards[0].N > 0 {
+		out.Header.MergedShards = shards[0].N
+	}
 	seen := map[int]string{}
 	sum := &Summary{}
 	for i, r := range reps {
-		g := r.Header
-		if g.Suite != h.Suite || g.Seed != h.Seed || g.Repeat != h.Repeat || g.Impl != h.Impl || g.GeneratorVersion != h.GeneratorVersion {
-			return nil, fmt.Errorf("merge: report %d ran suite %s seed %d repeat %d impl %s generator %d; report 1 ran suite %s seed %d repeat %d impl %s generator %d",
-				i+1, g.Suite, g.Seed, g.Repeat, g.Impl, g.GeneratorVersion, h.Suite, h.Seed, h.Repeat, h.Impl, h.GeneratorVersion)
-		}
+		g, sh := r.Header, shards[i]
 		if !g.Started.IsZero() && (out.Header.Started.IsZero() || g.Started.Before(out.Header.Started)) {
 			out.Header.Started = g.Started
 		}
 		for _, rec := range r.Records {
 			key := fmt.Sprintf("%s seed %d", rec.Case, rec.Seed)
+			if sh.N > 0 && rec.Index%sh.N != sh.I {
+				return nil, fmt.Errorf("merge: %s (shard %s) holds index %d (%s), which belongs to shard %d/%d", names[i], sh, rec.Index, key, rec.Index%sh.N, sh.N)
+			}
 			if prev, dup := seen[rec.Index]; dup {
-				return nil, fmt.Errorf("merge: index %d (%s) appears twice (also %s): overlapping shards", rec.Index, key, prev)
+				return nil, fmt.Errorf("merge: index %d (%s) appears twice in %s (also %s)", rec.Index, key, names[i], prev)
 			}
 			seen[rec.Index] = key
 			out.Records = append(out.Records, rec)
 			sum.Add(rec)
 		}
+		what := names[i]
+		if sh.N > 0 {
+			what += " (shard " + sh.String() + ")"
+		}
 		if r.Summary == nil {
-			sum.Aborted = joinNote(sum.Aborted, fmt.Sprintf("report %d (shard %s) has no summary: it did not finish", i+1, g.Shard))
+			sum.Aborted = joinNote(sum.Aborted, what+" has no summary: it did not finish")
 		} else {
 			sum.Elapsed = max(sum.Elapsed, r.Summary.Elapsed)
 			if r.Summary.Aborted != "" {
-				sum.Aborted = joinNote(sum.Aborted, fmt.Sprintf("shard %s: %s", g.Shard, r.Summary.Aborted))
+				sum.Aborted = joinNote(sum.Aborted, what+": "+r.Summary.Aborted)
 			}
 		}
 	}
 	sort.Slice(out.Records, func(i, j int) bool { return out.Records[i].Index < out.Records[j].Index })
 	out.Summary = sum
 	return out, nil
+}
+
+// checkSplit parses each report's shard and checks that together they
+// are one whole split (see MergeNamed). The zero Shard stands for a
+// report without a shard, accepted only alone.
+func checkSplit(names []string, reps []*Report) ([]Shard, error) {
+	shards := make([]Shard, len(reps))
+	for i, r := range reps {
+		if r.Header.Shard == "" {
+			if len(reps) > 1 {
+				return nil, fmt.Errorf("merge: %s has no shard in its header (a whole run); merge joins the shards I/N of one split", names[i])
+			}
+			return shards, nil
+		}
+		sh, err := ParseShard(r.Header.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %s: header shard %q is not I/N with 0 ≤ I < N", names[i], r.Header.Shard)
+		}
+		shards[i] = sh
+	}
+	n := shards[0].N
+	where := map[int]int{} // shard I → index of its report
+	for i, sh := range shards {
+		if sh.N != n {
+			return nil, fmt.Errorf("merge: reports mix /%d and /%d shards: %s is shard %s, %s is shard %s", n, sh.N, names[0], shards[0], names[i], sh)
+		}
+		if j, dup := where[sh.I]; dup {
+			return nil, fmt.Errorf("merge: shard %s appears twice: %s and %s", sh, names[j], names[i])
+		}
+		where[sh.I] = i
+	}
+	var missing []string
+	for I := 0; I < n && len(missing) <= 8; I++ {
+		if _, ok := where[I]; !ok {
+			missing = append(missing, Shard{I, n}.String())
+		}
+	}
+	switch {
+	case len(missing) == 1:
+		return nil, fmt.Errorf("merge: shard %s missing", missing[0])
+	case len(missing) > 8:
+		return nil, fmt.Errorf("merge: %d of %d shards missing: %s, …", n-len(where), n, strings.Join(missing[:8], ", "))
+	case len(missing) > 1:
+		return nil, fmt.Errorf("merge: shards %s missing", strings.Join(missing, ", "))
+	}
+	return shards, nil
 }
 
 func joinNote(a, b string) string {

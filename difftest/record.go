@@ -53,7 +53,8 @@ type Header struct {
 	Suite            string            `json:"suite"`
 	Seed             uint64            `json:"seed"`
 	Repeat           int               `json:"repeat"`
-	Shard            string            `json:"shard,omitempty"` // "I/N", empty when unsharded
+	Shard            string            `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
+	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (Merge); 0 otherwise
 	Impl             string            `json:"impl"`
 	GeneratorVersion int               `json:"generator_version"`
 	GitCommit        string            `json:"git_commit,omitempty"`
