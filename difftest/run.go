@@ -21,7 +21,7 @@ type Config struct {
 	Items    []Item
 	Impl     Impl
 	ImplName string        // the --impl value, for records and replay commands
-	Timeout  time.Duration // per run of the implementation; 0 = none
+	Timeout  time.Duration // per run of the implementation; 0 = none; negative is an error (Run)
 	FailFast bool          // stop after the first failing case
 
 	// SaveFailures, when not empty, is a folder where each failing case
@@ -76,10 +76,20 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 // reports itself Unavailable (a *RunError, exit 125 unless a case already
 // failed), on an *InternalError (exit 125), or when ctx is cancelled. The
 // summary counts every record handed to OnRecord; Summary.Aborted says
-// why it stopped early.
+// why it stopped early. A negative cfg.Timeout runs nothing and is an
+// error (the CLI rejects it first, as a usage error).
+//
+// Items from a loaded suite have had their parameters checked
+// (ParseSuite); a spec the kernel rejects that reaches Run anyway stops
+// it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
 	var sum Summary
+	if cfg.Timeout < 0 {
+		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+		sum.Aborted = err.Error()
+		return sum, err
+	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
 	for n, it := range cfg.Items {
 		rec, err := runItem(ctx, cr, cfg, it)

@@ -6,7 +6,7 @@
 //	difftest list [suites|cases|impls|mutants]
 //	difftest replay [--impl IMPL] FILE.safetensors
 //	difftest selftest [--suite default] [--seed N]
-//	difftest merge [--junit FILE] OUT.jsonl IN.jsonl...
+//	difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...
 //	difftest info
 //
 // Exit codes (DESIGN.md §7, for git bisect run): 0 all passed, 1 a case

@@ -46,7 +46,7 @@ func commands() []command {
 		{"list", "list [suites|cases|impls|mutants] [--suite NAME|FILE]", "list what can be run", listCmd},
 		{"replay", "replay [--impl IMPL] FILE.safetensors", "re-run one captured case", replayCmd},
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
-		{"merge", "merge [--junit FILE] OUT.jsonl IN.jsonl...", "join the JSON Lines reports of shards", mergeCmd},
+		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
 	}
 }
 

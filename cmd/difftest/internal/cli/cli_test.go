@@ -86,6 +86,13 @@ func TestExitCodes(t *testing.T) {
 		{"bad regexp", []string{"run", "--impl", "reference", "--suite", small, "--run", "("}, 2, "", ""},
 		{"nothing selected", []string{"run", "--impl", "reference", "--suite", small, "--run", "^none$"}, 2, "", ""},
 		{"bad shard", []string{"run", "--impl", "reference", "--suite", small, "--shard", "2/2"}, 2, "", ""},
+		{"negative timeout", []string{"run", "--impl", "reference", "--suite", small, "--timeout", "-1s"}, 2, "",
+			"difftest: --timeout -1s: must be ≥ 0 (0 = no time-out)\n"},
+		{"zero timeout is no time-out", []string{"run", "--impl", "reference", "--suite", small, "--timeout", "0"}, 0, "3 passed, 0 failed", ""},
+		{"negative replay timeout", []string{"replay", "--impl", "reference", "--timeout", "-2m", "none.safetensors"}, 2, "",
+			"difftest: --timeout -2m0s: must be ≥ 0 (0 = no time-out)\n"},
+		{"negative selftest timeout", []string{"selftest", "--suite", small, "--timeout", "-1ns"}, 2, "",
+			"difftest: --timeout -1ns: must be ≥ 0 (0 = no time-out)\n"},
 		{"no driver", []string{"run", "--impl", "test-no-driver", "--suite", small}, 125, "",
 			"difftest: test-no-driver unavailable: libcuda.so.1: cannot open shared object file\n"},
 		{"device lost before any case", []string{"run", "--impl", "test-device-lost", "--suite", small}, 125, "",
@@ -126,7 +133,7 @@ func TestReportsAndShardsMerge(t *testing.T) {
 		shards = append(shards, out)
 	}
 	merged, junit := filepath.Join(dir, "all.jsonl"), filepath.Join(dir, "all.xml")
-	code, stdout, stderr := run(t, append([]string{"merge", "--junit", junit, merged}, shards...)...)
+	code, stdout, stderr := run(t, append([]string{"merge", "--junit", junit, "-o", merged}, shards...)...)
 	if code != 1 || !strings.HasPrefix(stdout, "2 passed, 4 failed (mismatch 4) in ") {
 		t.Fatalf("merge: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -139,7 +146,7 @@ func TestReportsAndShardsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Records) != 6 || rep.Header.Repeat != 2 || rep.Header.Shard != "" || rep.Header.Impl != "mutant:topk-tie-hole" {
+	if len(rep.Records) != 6 || rep.Header.Repeat != 2 || rep.Header.Shard != "" || rep.Header.MergedShards != 2 || rep.Header.Impl != "mutant:topk-tie-hole" {
 		t.Fatalf("merged report: header %+v, %d records", rep.Header, len(rep.Records))
 	}
 	for i, r := range rep.Records {

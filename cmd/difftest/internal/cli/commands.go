@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -95,6 +96,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) != 1 {
 		return usageErr(stderr, "replay takes one capture file, got %d arguments", len(pos))
 	}
+	if err := checkTimeout(f.timeout); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
 	file := pos[0]
 	c, _, err := difftest.ReadCapture(file)
 	if err != nil {
@@ -119,7 +123,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := newFlagSet("selftest", stderr)
 	suiteName := fs.String("suite", "default", "suite: an embedded suite name or a TOML `FILE`")
 	seed := fs.Uint64("seed", 1, "suite seed")
-	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run of a mutant on one case")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run of a mutant on one case; 0 = no time-out (negative is an error)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "mutants run at once")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -127,6 +131,9 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if len(pos) > 0 {
 		return usageErr(stderr, "selftest takes no arguments, got %q", pos)
+	}
+	if err := checkTimeout(*timeout); err != nil {
+		return usageErr(stderr, "%v", err)
 	}
 	suite, err := loadSuite(*suiteName)
 	if err != nil {
@@ -151,19 +158,38 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return difftest.ExitPass
 }
 
-// mergeCmd joins shard reports into one JSON Lines file (and JUnit).
+// mergeCmd joins the reports of every shard of one split into one JSON
+// Lines file (and JUnit). The output is named by -o, never by position:
+// `difftest merge s0.jsonl s1.jsonl s2.jsonl` must not overwrite s0.jsonl.
 func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("merge", stderr)
+	outPath := fs.String("o", "", "write the merged JSON Lines report to `OUT.jsonl` (required; not one of the inputs; an existing file is replaced)")
 	junit := fs.String("junit", "", "also write the merged report as JUnit XML to `FILE`")
-	pos, err := parseInterspersed(fs, args)
+	ins, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
-	if len(pos) < 2 {
-		return usageErr(stderr, "merge needs OUT.jsonl and at least one IN.jsonl")
+	if *outPath == "" {
+		return usageErr(stderr, "merge: no output: give -o OUT.jsonl (%s)", mergeUsage)
+	}
+	if len(ins) == 0 {
+		return usageErr(stderr, "merge: no shard reports given (%s)", mergeUsage)
+	}
+	for _, out := range []string{*outPath, *junit} {
+		if out == "" {
+			continue
+		}
+		for _, in := range ins {
+			if samePath(out, in) {
+				return usageErr(stderr, "merge: output %s is also an input; it would overwrite that shard's report", out)
+			}
+		}
+	}
+	if *junit != "" && samePath(*outPath, *junit) {
+		return usageErr(stderr, "merge: -o and --junit name the same file %s", *junit)
 	}
 	var reps []*difftest.Report
-	for _, in := range pos[1:] {
+	for _, in := range ins {
 		f, err := os.Open(in)
 		if err != nil {
 			return usageErr(stderr, "merge: %v", err)
@@ -175,27 +201,22 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		reps = append(reps, rep)
 	}
-	m, err := difftest.Merge(reps)
+	m, err := difftest.MergeNamed(ins, reps)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	out, err := os.Create(pos[0])
-	if err != nil {
-		return usageErr(stderr, "merge: %v", err)
-	}
-	w := difftest.NewJSONLWriter(out)
-	werr := w.Header(m.Header)
-	for _, r := range m.Records {
-		if werr == nil {
-			werr = w.Record(r)
+	werr := writeFileAtomic(*outPath, func(w io.Writer) error {
+		jw := difftest.NewJSONLWriter(w)
+		if err := jw.Header(m.Header); err != nil {
+			return err
 		}
-	}
-	if werr == nil {
-		werr = w.Summary(*m.Summary)
-	}
-	if cerr := out.Close(); werr == nil {
-		werr = cerr
-	}
+		for _, r := range m.Records {
+			if err := jw.Record(r); err != nil {
+				return err
+			}
+		}
+		return jw.Summary(*m.Summary)
+	})
 	if werr == nil && *junit != "" {
 		werr = writeJUnitFile(*junit, m)
 	}
@@ -208,4 +229,46 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return difftest.ExitUntestable
 	}
 	return difftest.ExitCode(*m.Summary, nil)
+}
+
+const mergeUsage = "difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl..."
+
+// samePath reports whether a and b name the same file: the same cleaned
+// absolute path, or, when both exist, the same file by os.SameFile (links).
+func samePath(a, b string) bool {
+	if aa, err := filepath.Abs(a); err == nil {
+		if bb, err := filepath.Abs(b); err == nil && aa == bb {
+			return true
+		}
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// writeFileAtomic writes path through a temporary file in its folder,
+// renamed into place only when write and close succeed: an existing file
+// is either replaced whole or left as it was.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	err = write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }

@@ -32,9 +32,18 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, reference, mutant:NAME or exec:CMD (default cuda when this build has it)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "fatbin of the compiled kernels (cuda)")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+}
+
+// checkTimeout rejects a negative --timeout: 0 is the one way to ask for
+// no time-out, and "-1s" is more likely a typo than a request for none.
+func checkTimeout(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("--timeout %v: must be ≥ 0 (0 = no time-out)", d)
+	}
+	return nil
 }
 
 // openImpl resolves --impl. A usage problem exits 2, an implementation
@@ -133,6 +142,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) > 0 {
 		return usageErr(stderr, "run takes no arguments, got %q", pos)
+	}
+	if err := checkTimeout(f.timeout); err != nil {
+		return usageErr(stderr, "%v", err)
 	}
 	if *repeat < 1 {
 		return usageErr(stderr, "--repeat %d: must be ≥ 1", *repeat)
