@@ -29,30 +29,59 @@ var families = []family{
 	// positions are valid; guards tie holes and duplicates on a plateau.
 	{name: "equal", row: rowEqual},
 	// straddle: `above` distinct values above 1.0, `tied` values exactly
-	// 1.0, the rest below, at random positions; with the defaults (3K/4
-	// above, K/2 tied) the K-th value sits inside the tie band. Guards
-	// tie-hole and dup-on-plateau kernels and "every pick ≥ the K-th"
-	// checkers.
-	{name: "straddle", params: paramsStraddle, row: rowStraddle},
-	// relu: `positives` values > 0 (default 100) at random positions, the
-	// rest exact +0.0, like ReLU-ed indexer logits (e.g. L = 8320, K =
-	// 2048): the threshold bin holds almost the whole row.
-	{name: "relu", params: paramsReLU, row: rowReLU},
+	// 1.0, the rest below, at random positions; with the defaults the K-th
+	// value sits inside the tie band. Defaults, per row of length L: above
+	// = min(3K/4, L), tied = min(K/2, L − above). Explicit values must be
+	// ≥ 0 with above + tied ≤ every row's length. Guards tie-hole and
+	// dup-on-plateau kernels and "every pick ≥ the K-th" checkers.
+	{name: "straddle", params: paramsStraddle, check: checkStraddle, row: rowStraddle},
+	// relu: `positives` values > 0 at random positions, the rest exact
+	// +0.0, like ReLU-ed indexer logits (e.g. L = 8320, K = 2048): the
+	// threshold bin holds almost the whole row. Default min(100, L) per
+	// row; an explicit value must be in [0, every row's length].
+	{name: "relu", params: paramsReLU, check: checkReLU, row: rowReLU},
 	// lowcontrast: L distinct values, evenly spaced bit patterns in random
 	// order, within one narrow band (span): "coarse" [1.0, 1.25) (one fp16
 	// coarse bin), "high" ≥ 65520 (fp16 +inf), "tiny" [0, 1.5e-5) (fp16
 	// subnormals). Guards fixed candidate buffers that overflow and
 	// selection on fp16-rounded keys.
-	{name: "lowcontrast", params: paramsLowContrast, row: rowLowContrast},
-	// masked: only `finite` (default K/2) Gaussian values, the rest −inf,
-	// as causal or padding masks leave them. The −inf positions are valid
-	// picks; guards −FLT_MAX padding sentinels and −inf emitted as −1.
-	{name: "masked", params: paramsMasked, row: rowMasked},
+	// Every row length must be at most the band's number of f32 values.
+	{name: "lowcontrast", params: paramsLowContrast, check: checkLowContrast, row: rowLowContrast},
+	// masked: only `finite` Gaussian values, the rest −inf, as causal or
+	// padding masks leave them. The −inf positions are valid picks; guards
+	// −FLT_MAX padding sentinels and −inf emitted as −1. Default min(K/2,
+	// L) per row; an explicit value must be in [0, every row's length].
+	{name: "masked", params: paramsMasked, check: checkMasked, row: rowMasked},
 	// specials: Gaussian values with a quarter of the positions replaced by
 	// rng.SpecialsF32 (±0, subnormals, ±FLT_MAX, ±inf, quiet and
 	// signalling NaN of both signs). Guards key32 order (−0 < +0, NaN sign)
 	// and NaN-dependent index garbage.
 	{name: "specials", row: rowSpecials},
+	// pseudotie: `above` values above the band at random positions, every
+	// other position a value of the `band`, a set of values that a float
+	// comparison (or a flush-to-zero or NaN-canonicalizing load) treats as
+	// ties but key32 ranks apart, so the K-th value falls inside the band
+	// when above < K < L (rowPseudoTie). Bands and the kernel bug each
+	// guards:
+	//   zeros       −0 and +0 interleaved (coin flip each); above values
+	//               0.5 + |z|. Guards selection by `>`/`<` on floats
+	//               (−0 == +0, ties by position), which key32 orders
+	//               −0 < +0.
+	//   subnormals  +0, −0, +subnormal, −subnormal (a quarter each, random
+	//               mantissas); above values 0.5 + |z|. Guards
+	//               flush-to-zero loads (−ftz, denormals-are-zero), which
+	//               tie a subnormal with the zero of its sign.
+	//   nans        +NaN and −NaN with random payloads (quiet and
+	//               signalling); above values N(0, 1). Guards
+	//               NaN-canonicalizing loads (any arithmetic on a NaN
+	//               returns the canonical NaN on NVIDIA GPUs), which tie
+	//               NaNs of one sign that key32 orders by payload.
+	// With the default above = min(K/2, L): for zeros the K-th is −0 when
+	// K < L < 1.5K and +0 beyond; for subnormals it moves from the
+	// −subnormals (L ≈ K) through −0, +0 to the +subnormals (L ≥ 2.5K);
+	// for nans it lies among the −NaNs for L < 1.5K and among the +NaNs
+	// for L ≥ 2.5K. An explicit above must be in [0, every row's length].
+	{name: "pseudotie", params: paramsPseudoTie, check: checkPseudoTie, row: rowPseudoTie},
 }
 
 // f32 rounds an f64 draw once to f32 and returns its bits.
@@ -88,23 +117,37 @@ func rowEqual(_ *genConfig, st *rng.Stream, dst []uint32) int {
 }
 
 func paramsStraddle(pr *difftest.Params, g *genConfig) {
-	g.above = pr.Int("above", -1)
-	g.tied = pr.Int("tied", -1)
+	g.above = pr.Int("above", unset)
+	g.tied = pr.Int("tied", unset)
+}
+
+// straddleCounts returns the above and tied counts of a row of length L.
+func (g *genConfig) straddleCounts(L int) (above, tied int) {
+	above, tied = g.above, g.tied
+	if above == unset {
+		above = min(3*g.K/4, L)
+	}
+	if tied == unset {
+		tied = min(g.K/2, L-above)
+	}
+	return above, tied
+}
+
+func checkStraddle(g *genConfig) error {
+	if err := g.checkCount("above", g.above, func(L int) int { return L }, "above values must fit in every row"); err != nil {
+		return err
+	}
+	return g.checkCount("tied", g.tied, func(L int) int {
+		above, _ := g.straddleCounts(L)
+		return L - above
+	}, "above + tied values must fit in every row")
 }
 
 // rowStraddle: above values 2 + |z| (> 1), tied values exactly 1.0, the
 // rest 0.1·z (|0.1·z| ≤ 0.67 < 1), placed by a random permutation.
 func rowStraddle(g *genConfig, st *rng.Stream, dst []uint32) int {
-	above, tied := g.above, g.tied
-	if above < 0 {
-		above = 3 * g.K / 4
-	}
-	if tied < 0 {
-		tied = g.K / 2
-	}
 	L := len(dst)
-	above = min(above, L)
-	tied = min(tied, L-above)
+	above, tied := g.straddleCounts(L)
 	for r, i := range st.Perm(L) {
 		switch {
 		case r < above:
@@ -118,11 +161,18 @@ func rowStraddle(g *genConfig, st *rng.Stream, dst []uint32) int {
 	return -1
 }
 
-func paramsReLU(pr *difftest.Params, g *genConfig) { g.positives = pr.Int("positives", 100) }
+func paramsReLU(pr *difftest.Params, g *genConfig) { g.positives = pr.Int("positives", unset) }
+
+func checkReLU(g *genConfig) error {
+	return g.checkCount("positives", g.positives, func(L int) int { return L }, "positives must fit in every row")
+}
 
 // rowReLU: positives values 0.5 + |z| (> 0), the rest +0.0.
 func rowReLU(g *genConfig, st *rng.Stream, dst []uint32) int {
-	n := min(max(g.positives, 0), len(dst))
+	n := g.positives
+	if n == unset {
+		n = min(100, len(dst))
+	}
 	clear(dst)
 	for r, i := range st.Perm(len(dst)) {
 		if r >= n {
@@ -144,6 +194,16 @@ func paramsLowContrast(pr *difftest.Params, g *genConfig) {
 	g.span = pr.String("span", "coarse", "coarse", "high", "tiny")
 }
 
+func checkLowContrast(g *genConfig) error {
+	span := int(lowContrastBands[g.span][1])
+	for b, L := range g.rowLengths() {
+		if L > span {
+			return badParam("lengths", "span %q holds %d distinct f32 values; row %d has seq_len %d", g.span, span, b, L)
+		}
+	}
+	return nil
+}
+
 // rowLowContrast: value r of the band is first + r·(span/L) as a bit
 // pattern (distinct, increasing with r), placed at a random position.
 func rowLowContrast(g *genConfig, st *rng.Stream, dst []uint32) int {
@@ -155,15 +215,18 @@ func rowLowContrast(g *genConfig, st *rng.Stream, dst []uint32) int {
 	return -1
 }
 
-func paramsMasked(pr *difftest.Params, g *genConfig) { g.finite = pr.Int("finite", -1) }
+func paramsMasked(pr *difftest.Params, g *genConfig) { g.finite = pr.Int("finite", unset) }
+
+func checkMasked(g *genConfig) error {
+	return g.checkCount("finite", g.finite, func(L int) int { return L }, "finite values must fit in every row")
+}
 
 // rowMasked: finite Gaussian values at random positions, −inf elsewhere.
 func rowMasked(g *genConfig, st *rng.Stream, dst []uint32) int {
 	n := g.finite
-	if n < 0 {
-		n = g.K / 2
+	if n == unset {
+		n = min(g.K/2, len(dst))
 	}
-	n = min(n, len(dst))
 	for r, i := range st.Perm(len(dst)) {
 		dst[i] = 0xFF800000 // −inf
 		if r < n {
@@ -182,6 +245,62 @@ func rowSpecials(_ *genConfig, st *rng.Stream, dst []uint32) int {
 			dst[i] = sp[st.Intn(len(sp))]
 		} else {
 			dst[i] = f32(st.Normal())
+		}
+	}
+	return -1
+}
+
+// Pseudo-tie bands (suite param "band" of the pseudotie family).
+const (
+	BandZeros      = "zeros"      // −0 and +0
+	BandSubnormals = "subnormals" // ±0 and ±subnormals
+	BandNaNs       = "nans"       // ±NaN with random payloads
+)
+
+func paramsPseudoTie(pr *difftest.Params, g *genConfig) {
+	g.band = pr.String("band", BandZeros, BandZeros, BandSubnormals, BandNaNs)
+	g.above = pr.Int("above", unset)
+}
+
+func checkPseudoTie(g *genConfig) error {
+	return g.checkCount("above", g.above, func(L int) int { return L }, "above values must fit in every row")
+}
+
+// rowPseudoTie: a random permutation places the above values (ranks r <
+// above) and the band values (the rest). Each band position draws one
+// word w: sign = bit 31; zeros: ±0; subnormals: bit 30 set → a subnormal
+// with mantissa w & 0x7FFFFF (0 → 1), else ±0; nans: exponent all ones,
+// mantissa w & 0x7FFFFF (0 → 0x400000, the quiet bit), so quiet and
+// signalling NaNs both occur.
+func rowPseudoTie(g *genConfig, st *rng.Stream, dst []uint32) int {
+	above := g.above
+	if above == unset {
+		above = min(g.K/2, len(dst))
+	}
+	for r, i := range st.Perm(len(dst)) {
+		if r < above {
+			if g.band == BandNaNs {
+				dst[i] = f32(st.Normal())
+			} else {
+				dst[i] = f32(0.5 + math.Abs(st.Normal()))
+			}
+			continue
+		}
+		w := st.Uint32()
+		sign, mant := w&0x80000000, w&0x007FFFFF
+		switch g.band {
+		case BandZeros:
+			dst[i] = sign
+		case BandSubnormals:
+			dst[i] = sign
+			if w&0x40000000 != 0 {
+				dst[i] = sign | max(mant, 1)
+			}
+		case BandNaNs:
+			if mant == 0 {
+				mant = 0x00400000
+			}
+			dst[i] = sign | 0x7F800000 | mant
 		}
 	}
 	return -1

@@ -3,6 +3,7 @@ package topk
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -274,27 +275,89 @@ func TestPageTables(t *testing.T) {
 	}
 }
 
-// TestNewCaseErrors: bad suite entries are errors naming case and param.
+// TestNewCaseErrors: bad suite entries are errors naming case and param,
+// with the rule; nothing is clamped or silently replaced by a default.
+// Each row is also run through difftest.GenerateCase, which must return a
+// *difftest.SuiteError (exit 2), never panic or allocate the absurd size.
 func TestNewCaseErrors(t *testing.T) {
+	const maxInt64 = int64(math.MaxInt64)
 	tests := []struct {
-		family string
-		params map[string]any
-		want   string
+		family, reason string
+		params         map[string]any
+		want           string
 	}{
-		{"nope", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope"`},
-		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3), "colour": "red"}, "case topk_transform/e: unknown param(s) colour"},
-		{"gaussian", map[string]any{"lengths": ints(3)}, `case topk_transform/e: param "K": required, must be ≥ 1, got 0`},
-		{"gaussian", map[string]any{"K": int64(4), "P": int64(6), "lengths": ints(3)}, `case topk_transform/e: param "P": must be a power of two ≥ 1, got 6`},
-		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3, -2)}, `case topk_transform/e: param "lengths": element 1 must be in [0, 2³¹−1], got -2`},
-		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(30), "stride": int64(20)}, `case topk_transform/e: param "stride": must be ≥ the longest length 30, got 20`},
-		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(3), "pages": "random"}, `case topk_transform/e: param "pages": must be one of identity, perm, distinct, large, got "random"`},
-		{"lowcontrast", map[string]any{"K": int64(4), "lengths": ints(3), "span": "wide"}, `case topk_transform/e: param "span": must be one of coarse, high, tiny, got "wide"`},
+		// The suite file itself.
+		{"nope", "unknown family", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope" (known: [equal gaussian lowcontrast masked needle pseudotie relu specials straddle])`},
+		{"gaussian", "a typo is not ignored", map[string]any{"K": int64(4), "lengths": ints(3), "colour": "red"}, "case topk_transform/e: unknown param(s) colour"},
+		{"gaussian", "K is required", map[string]any{"lengths": ints(3)}, `case topk_transform/e: param "K": required, must be ≥ 1, got 0`},
+		{"gaussian", "P is a power of two", map[string]any{"K": int64(4), "P": int64(6), "lengths": ints(3)}, `case topk_transform/e: param "P": must be a power of two ≥ 1, got 6`},
+		{"gaussian", "lengths ≥ 0", map[string]any{"K": int64(4), "lengths": ints(3, -2)}, `case topk_transform/e: param "lengths": element 1 must be in [0, 16777216], got -2`},
+		{"gaussian", "stride holds every row", map[string]any{"K": int64(4), "lengths": ints(30), "stride": int64(20)}, `case topk_transform/e: param "stride": must be ≥ the longest length 30, got 20`},
+		{"gaussian", "page kinds", map[string]any{"K": int64(4), "lengths": ints(3), "pages": "random"}, `case topk_transform/e: param "pages": must be one of identity, perm, distinct, large, got "random"`},
+		{"lowcontrast", "spans", map[string]any{"K": int64(4), "lengths": ints(3), "span": "wide"}, `case topk_transform/e: param "span": must be one of coarse, high, tiny, got "wide"`},
+		// Size limits (limits.go): the review's crashes and minute-long runs.
+		{"gaussian", "K = 2^63−1 panicked in makeslice", map[string]any{"K": maxInt64, "lengths": ints(1000)}, `case topk_transform/e: param "K": exceeds the limit of 65536 picks per row: got 9223372036854775807`},
+		{"gaussian", "K = 2^28 ran for minutes", map[string]any{"K": int64(1 << 28), "lengths": ints(1000)}, `case topk_transform/e: param "K": exceeds the limit of 65536 picks per row: got 268435456`},
+		{"gaussian", "K just above the limit", map[string]any{"K": int64(MaxK + 1), "lengths": ints(1000)}, `case topk_transform/e: param "K": exceeds the limit of 65536 picks per row: got 65537`},
+		{"gaussian", "a length past MaxSeqLen", map[string]any{"K": int64(4), "lengths": ints(MaxSeqLen + 1)}, `case topk_transform/e: param "lengths": element 0 must be in [0, 16777216], got 16777217`},
+		{"gaussian", "batch", map[string]any{"K": int64(4), "lengths": ints(3), "batch": int64(MaxBatch + 1)}, `case topk_transform/e: param "batch": must be in [1, 65536], got 65537`},
+		{"gaussian", "stride past MaxSeqLen", map[string]any{"K": int64(4), "lengths": ints(3), "stride": int64(MaxSeqLen + 1)}, `case topk_transform/e: param "stride": exceeds the limit of 16777216 scores per row: got 16777217`},
+		{"gaussian", "stride = 2^63−1 (ceil(stride/P) must not overflow)", map[string]any{"K": int64(4), "lengths": ints(3), "stride": maxInt64}, `case topk_transform/e: param "stride": exceeds the limit of 16777216 scores per row: got 9223372036854775807`},
+		{"gaussian", "P past MaxPageSize", map[string]any{"K": int64(4), "lengths": ints(3), "P": int64(1 << 21)}, `case topk_transform/e: param "P": exceeds the limit of 1048576 slots per page: got 2097152`},
+		{"gaussian", "batch·stride", map[string]any{"K": int64(4), "lengths": ints(4097), "batch": int64(65536), "pages": "perm"}, `case topk_transform/e: param "batch·stride": exceeds the limit of 268435456 scores: got 268500992`},
+		{"gaussian", "batch·K", map[string]any{"K": int64(2048), "lengths": ints(1), "batch": int64(65536), "pages": "perm"}, `case topk_transform/e: param "batch·K": exceeds the limit of 67108864 entries per output: got 134217728`},
+		// Family parameters: explicit values are checked, never clamped.
+		{"relu", "positives = −5 became 0", map[string]any{"K": int64(4), "lengths": ints(100), "positives": int64(-5)}, `case topk_transform/e: param "positives": must be ≥ 0, got -5`},
+		{"relu", "positives beyond a row", map[string]any{"K": int64(4), "lengths": ints(8320, 50), "positives": int64(100)}, `case topk_transform/e: param "positives": positives must fit in every row: row 1 has seq_len 50, room for 50, got 100`},
+		{"masked", "finite = −5 fell back to K/2", map[string]any{"K": int64(4), "lengths": ints(100), "finite": int64(-5)}, `case topk_transform/e: param "finite": must be ≥ 0, got -5`},
+		{"masked", "finite beyond a row", map[string]any{"K": int64(4), "lengths": ints(100), "finite": int64(101)}, `case topk_transform/e: param "finite": finite values must fit in every row: row 0 has seq_len 100, room for 100, got 101`},
+		{"straddle", "tied = −3 fell back to K/2", map[string]any{"K": int64(4), "lengths": ints(100), "tied": int64(-3)}, `case topk_transform/e: param "tied": must be ≥ 0, got -3`},
+		{"straddle", "above = 99999 was clamped to L", map[string]any{"K": int64(4), "lengths": ints(1000), "above": int64(99999)}, `case topk_transform/e: param "above": above values must fit in every row: row 0 has seq_len 1000, room for 1000, got 99999`},
+		{"straddle", "above + tied beyond a row", map[string]any{"K": int64(4), "lengths": ints(2000, 1000), "above": int64(900), "tied": int64(101)}, `case topk_transform/e: param "tied": above + tied values must fit in every row: row 1 has seq_len 1000, room for 100, got 101`},
+		{"straddle", "explicit tied against the default above = 3K/4", map[string]any{"K": int64(8), "lengths": ints(10), "tied": int64(5)}, `case topk_transform/e: param "tied": above + tied values must fit in every row: row 0 has seq_len 10, room for 4, got 5`},
+		{"lowcontrast", "a row longer than the band has distinct values", map[string]any{"K": int64(4), "lengths": ints(3, 1<<21+1), "span": "coarse"}, `case topk_transform/e: param "lengths": span "coarse" holds 2097152 distinct f32 values; row 1 has seq_len 2097153`},
+		{"pseudotie", "bands", map[string]any{"K": int64(4), "lengths": ints(3), "band": "ones"}, `case topk_transform/e: param "band": must be one of zeros, subnormals, nans, got "ones"`},
+		{"pseudotie", "above ≥ 0", map[string]any{"K": int64(4), "lengths": ints(30), "above": int64(-1)}, `case topk_transform/e: param "above": must be ≥ 0, got -1`},
+		{"pseudotie", "above beyond a row", map[string]any{"K": int64(4), "lengths": ints(30, 3), "above": int64(4)}, `case topk_transform/e: param "above": above values must fit in every row: row 1 has seq_len 3, room for 3, got 4`},
 	}
+	seen := map[string]bool{}
 	for _, tt := range tests {
+		if tt.reason == "" || seen[tt.reason] {
+			t.Fatalf("row %q: empty or duplicate reason", tt.reason)
+		}
+		seen[tt.reason] = true
 		spec := difftest.CaseSpec{Kernel: KernelName, Family: tt.family, Name: "e", Params: tt.params}
 		_, err := NewCase(spec, 1, 1)
-		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("%v: got %v, want prefix %q", tt.params, err, tt.want)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s:\n got %v\nwant %s", tt.reason, err, tt.want)
+		}
+		_, _, err = difftest.GenerateCase(difftest.Item{Seed: 1, SuiteCase: difftest.SuiteCase{File: "t.toml", Spec: spec}})
+		var se *difftest.SuiteError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: GenerateCase returned %T %v, want a *difftest.SuiteError (exit 2)", tt.reason, err, err)
+		}
+	}
+}
+
+// TestNewCaseAtLimits: values at the limits are accepted, and a count
+// parameter is only checked against the rows the batch uses (row b has
+// lengths[b mod len(lengths)]).
+func TestNewCaseAtLimits(t *testing.T) {
+	tests := []struct {
+		family, reason string
+		params         map[string]any
+	}{
+		{"gaussian", "K = MaxK on a short row", map[string]any{"K": int64(MaxK), "lengths": ints(3)}},
+		{"gaussian", "batch·K = MaxOutputEntries", map[string]any{"K": int64(1024), "lengths": ints(0), "batch": int64(MaxBatch), "pages": "perm"}},
+		{"relu", "positives = L", map[string]any{"K": int64(4), "lengths": ints(100, 300), "positives": int64(100)}},
+		{"relu", "row 1 is not drawn with batch 1", map[string]any{"K": int64(4), "lengths": ints(100, 5), "batch": int64(1), "positives": int64(50)}},
+		{"straddle", "above + tied = L", map[string]any{"K": int64(4), "lengths": ints(100), "above": int64(60), "tied": int64(40)}},
+		{"masked", "finite = 0", map[string]any{"K": int64(4), "lengths": ints(100), "finite": int64(0)}},
+	}
+	for _, tt := range tests {
+		c := gen(t, tt.family, "limits", tt.params)
+		if err := checkLimits(c.Params.(*Params)); err != nil {
+			t.Errorf("%s: %v", tt.reason, err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package topk
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -42,19 +43,28 @@ const (
 // rng.CaseKey; seed is recorded in the case). Suite parameters
 // (spec.Params), common to every family:
 //
-//	K       int, required: number of picks (≥ 1)
-//	P       int, default 64: page size, a power of two
-//	lengths []int, required: seq_lens, cycled over the batch (each ≥ 0)
-//	batch   int, default len(lengths)
-//	stride  int, default max(lengths, 1): scores row stride (≥ every length)
+//	K       int, required: number of picks, in [1, MaxK]
+//	P       int, default 64: page size, a power of two in [1, MaxPageSize]
+//	lengths []int, required: seq_lens, each in [0, MaxSeqLen]; row b has
+//	        length lengths[b mod len(lengths)]
+//	batch   int, default len(lengths): rows, in [1, MaxBatch]
+//	stride  int, default max(lengths, 1): scores row stride, in
+//	        [max(lengths), MaxSeqLen]
 //	pages   string, default "distinct": identity, perm, distinct or large
 //	raw     bool, default true: whether raw_indices is an output
 //
-// plus the family's own (see Families). max_pages = ceil(stride / P).
-// Unused page-table entries (j ≥ ceil(L_b/P)) hold −1; score positions past
-// L_b hold +NaN (even) and +inf (odd). Unknown families or parameters,
-// and parameters the generator cannot honour, are errors naming the case
-// and the parameter.
+// plus the family's own (see the family catalog in families.go). Also
+// bounded: batch·stride ≤ MaxScores, batch·K ≤ MaxOutputEntries, and for
+// distinct and large tables batch·max_pages·P ≤ 2^31 (every id must give
+// int32 slots). max_pages = ceil(stride / P). Unused page-table entries
+// (j ≥ ceil(L_b/P)) hold −1; score positions past L_b hold +NaN (even)
+// and +inf (odd).
+//
+// Errors: an unknown family or parameter, a value of the wrong type, a
+// value out of its range, or a family parameter that some row cannot
+// honour (e.g. relu positives above a row's length) is an error
+// "case ID: param "KEY": RULE, got VALUE"; nothing is clamped or replaced
+// by its default.
 func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	if spec.Kernel != KernelName {
 		return nil, fmt.Errorf("case %s: kernel %q is not %s", spec.ID(), spec.Kernel, KernelName)
@@ -114,17 +124,45 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 type genConfig struct {
 	Params
 	lengths []int
-	// family parameters (see Families)
-	above, tied int    // straddle
+	// family parameters (see the family catalog); count parameters hold
+	// unset when the suite entry does not give them
+	above, tied int    // straddle, pseudotie
 	positives   int    // relu
 	finite      int    // masked
 	span        string // lowcontrast
+	band        string // pseudotie
+}
+
+// unset marks a count parameter the suite entry leaves out: its default
+// is then derived per row (documented with each family). Any explicit
+// negative value is an error, never a request for the default.
+const unset = math.MinInt
+
+// paramError is a suite parameter that breaks a rule; readConfig prefixes
+// the case id.
+type paramError struct{ key, rule string }
+
+func (e *paramError) Error() string { return fmt.Sprintf("param %q: %s", e.key, e.rule) }
+
+func badParam(key, format string, args ...any) error {
+	return &paramError{key: key, rule: fmt.Sprintf(format, args...)}
 }
 
 // readConfig decodes and checks spec's parameters.
 func readConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
+	g, err := decodeConfig(spec, fam)
+	var pe *paramError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	}
+	return g, err
+}
+
+// decodeConfig is readConfig; its own checks return a *paramError
+// without the case id (difftest.Params errors carry it already).
+func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	pr := difftest.NewParams(spec.ID(), spec.Params)
-	g := &genConfig{}
+	g := &genConfig{above: unset, tied: unset, positives: unset, finite: unset}
 	g.K = pr.Int("K", 0)
 	g.P = pr.Int("P", 64)
 	g.lengths = pr.Ints("lengths", nil)
@@ -139,23 +177,20 @@ func readConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	if err := pr.Err(); err != nil {
 		return nil, err
 	}
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("case %s: param %q: %s", spec.ID(), key, fmt.Sprintf(format, args...))
-	}
 	switch {
 	case g.K < 1:
-		return nil, bad("K", "required, must be ≥ 1, got %d", g.K)
+		return nil, badParam("K", "required, must be ≥ 1, got %d", g.K)
 	case g.P < 1 || g.P&(g.P-1) != 0:
-		return nil, bad("P", "must be a power of two ≥ 1, got %d", g.P)
+		return nil, badParam("P", "must be a power of two ≥ 1, got %d", g.P)
 	case len(g.lengths) == 0:
-		return nil, bad("lengths", "required, at least one length")
-	case g.Batch < 1 || g.Batch > 1<<16:
-		return nil, bad("batch", "must be in [1, 65536], got %d", g.Batch)
+		return nil, badParam("lengths", "required, at least one length")
+	case g.Batch < 1 || g.Batch > MaxBatch:
+		return nil, badParam("batch", "must be in [1, %d], got %d", MaxBatch, g.Batch)
 	}
 	maxL := 1
 	for i, L := range g.lengths {
-		if L < 0 || L > math.MaxInt32 {
-			return nil, bad("lengths", "element %d must be in [0, 2³¹−1], got %d", i, L)
+		if L < 0 || L > MaxSeqLen {
+			return nil, badParam("lengths", "element %d must be in [0, %d], got %d", i, MaxSeqLen, L)
 		}
 		maxL = max(maxL, L)
 	}
@@ -163,16 +198,55 @@ func readConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 		g.Stride = maxL
 	}
 	if g.Stride < maxL {
-		return nil, bad("stride", "must be ≥ the longest length %d, got %d", maxL, g.Stride)
+		return nil, badParam("stride", "must be ≥ the longest length %d, got %d", maxL, g.Stride)
 	}
-	if int64(g.Batch)*int64(g.Stride) > 1<<28 {
-		return nil, bad("stride", "batch·stride = %d·%d exceeds 2²⁸ scores", g.Batch, g.Stride)
+	// Upper bounds (K, P, stride, the products): checkLimits, reworded as
+	// a param error. max_pages = ceil(stride/P) without overflow: stride
+	// and P are not bounded yet.
+	g.MaxPages = g.Stride / g.P
+	if g.Stride%g.P != 0 {
+		g.MaxPages++
 	}
-	g.MaxPages = (g.Stride + g.P - 1) / g.P
+	if err := checkLimits(&g.Params); err != nil {
+		var ie *difftest.InputError
+		if errors.As(err, &ie) {
+			return nil, badParam(ie.Tensor, "%s", ie.Rule)
+		}
+		return nil, err
+	}
 	if ids := int64(g.Batch) * int64(g.MaxPages); g.Pages != PagesIdentity && g.Pages != PagesPerm && ids*int64(g.P) > 1<<31 {
-		return nil, bad("pages", "%s needs %d distinct pages of %d slots, beyond the int32 slot range", g.Pages, ids, g.P)
+		return nil, badParam("pages", "%s needs %d distinct pages of %d slots, beyond the int32 slot range", g.Pages, ids, g.P)
+	}
+	if fam.check != nil {
+		if err := fam.check(g); err != nil {
+			return nil, err
+		}
 	}
 	return g, nil
+}
+
+// rowLengths returns the lengths the rows actually use: row b has
+// lengths[b mod len(lengths)], so with batch < len(lengths) only the
+// first batch entries are drawn.
+func (g *genConfig) rowLengths() []int { return g.lengths[:min(g.Batch, len(g.lengths))] }
+
+// checkCount checks an explicit count parameter v of the family (unset
+// passes): v ≥ 0, and v ≤ room(L) for the length L of every row, where
+// room states how many positions of a row the parameter may fill and
+// rule says so in words for the error.
+func (g *genConfig) checkCount(key string, v int, room func(L int) int, rule string) error {
+	if v == unset {
+		return nil
+	}
+	if v < 0 {
+		return badParam(key, "must be ≥ 0, got %d", v)
+	}
+	for b, L := range g.rowLengths() {
+		if r := room(L); v > r {
+			return badParam(key, "%s: row %d has seq_len %d, room for %d, got %d", rule, b, L, r, v)
+		}
+	}
+	return nil
 }
 
 // pageRow writes page_table[b] for a row of length L: the kind's ids on
@@ -211,7 +285,10 @@ type family struct {
 	name   string
 	needle bool
 	params func(pr *difftest.Params, g *genConfig)
-	row    func(g *genConfig, st *rng.Stream, dst []uint32) int
+	// check, when set, rejects family parameters some row cannot honour
+	// (a *paramError); it runs after the common parameters are checked.
+	check func(g *genConfig) error
+	row   func(g *genConfig, st *rng.Stream, dst []uint32) int
 }
 
 // Families returns the family names NewCase accepts, sorted.

@@ -84,8 +84,12 @@ func paramsOf(c *difftest.Case) (*Params, error) {
 // a Params value (unknown fields are an error) and tensors must hold
 // scores, seq_lens and page_table under their contract names. The shape
 // facts are taken from the tensors; when the JSON states them too they
-// must agree. The inputs are not validated here (call Validate). Errors
-// name the missing tensor or the disagreeing field.
+// must agree. K, P and the shapes are checked against the size limits
+// (checkLimits: K ≤ MaxK, batch·K ≤ MaxOutputEntries, …) before the
+// outputs are declared, so a capture asking for K = 2^40 is an error, not
+// an allocation; the inputs themselves are not validated here (call
+// Validate). Errors name the missing tensor, the disagreeing field or the
+// parameter and its limit.
 func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
 	dec := json.NewDecoder(bytes.NewReader(params))
@@ -124,6 +128,9 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 		}
 	}
 	p.Batch, p.Stride, p.MaxPages = scores.Shape[0], scores.Shape[1], table.Shape[1]
+	if err := checkLimits(&p); err != nil {
+		return nil, err
+	}
 	return &difftest.Case{
 		ID:      id,
 		Kernel:  KernelName,

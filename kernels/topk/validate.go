@@ -20,10 +20,14 @@ import (
 //     reference and mutants run with small K such as 4. The CUDA entry
 //     points exist only for K ∈ {512, 1024, 2048}; the launcher calls
 //     CheckEntryPointK.)
+//   - the size limits: K ≤ MaxK, P ≤ MaxPageSize, batch ≤ MaxBatch,
+//     stride ≤ MaxSeqLen, max_pages ≤ MaxPages, batch·stride ≤ MaxScores,
+//     batch·max_pages ≤ MaxTableEntries, batch·K ≤ MaxOutputEntries (the
+//     error names the parameter or product and the limit).
 //   - scores is f32 [batch, stride], seq_lens i32 [batch], page_table i32
-//     [batch, max_pages], agreeing with the params; batch ≤ 2³¹−1; the
-//     declared outputs are page_indices i32 [batch, K] and, when
-//     return_raw, raw_indices i32 [batch, K].
+//     [batch, max_pages], agreeing with the params; the declared outputs
+//     are page_indices i32 [batch, K] and, when return_raw, raw_indices
+//     i32 [batch, K].
 //   - per row b: 0 ≤ seq_lens[b] ≤ stride; max_pages ≥ ceil(L/P).
 //   - per used page j < ceil(L/P): page_table[b][j] ≥ 0, and the largest
 //     slot of that page, page_table[b][j]·P + min(P, L − j·P) − 1, computed
@@ -39,14 +43,8 @@ func Validate(c *difftest.Case) error {
 	if err != nil {
 		return err
 	}
-	if p.K < 1 {
-		return difftest.Inputf("K", nil, "must be ≥ 1, got %d", p.K)
-	}
-	if p.P < 1 || p.P&(p.P-1) != 0 {
-		return difftest.Inputf("P", nil, "page size must be a power of two ≥ 1, got %d", p.P)
-	}
-	if p.Batch < 0 || p.Batch > math.MaxInt32 {
-		return difftest.Inputf("batch", nil, "must be in [0, 2³¹−1], got %d", p.Batch)
+	if err := checkLimits(p); err != nil {
+		return err
 	}
 	scores, seqLens, table, err := inputsOf(c)
 	if err != nil {

@@ -1,6 +1,7 @@
 package topk
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -35,6 +36,24 @@ func TestValidate(t *testing.T) {
 			"invalid input: P: page size must be a power of two ≥ 1, got 0"},
 		{"K-zero", "K ≥ 1", func(c *difftest.Case) { params(c).K = 0 },
 			"invalid input: K: must be ≥ 1, got 0"},
+		{"K-limit", "K ≤ MaxK (a capture with K = 2^40 ran out of memory)", func(c *difftest.Case) { params(c).K = 1 << 40 },
+			"invalid input: K: exceeds the limit of 65536 picks per row: got 1099511627776"},
+		{"P-limit", "P ≤ MaxPageSize (id·P stays far from int64 overflow)", func(c *difftest.Case) { params(c).P = 1 << 40 },
+			"invalid input: P: exceeds the limit of 1048576 slots per page: got 1099511627776"},
+		{"batch-limit", "batch ≤ MaxBatch", func(c *difftest.Case) { params(c).Batch = MaxBatch + 1 },
+			"invalid input: batch: exceeds the limit of 65536 rows: got 65537"},
+		{"batch-negative", "batch ≥ 0", func(c *difftest.Case) { params(c).Batch = -1 },
+			"invalid input: batch: must be ≥ 0, got -1"},
+		{"stride-limit", "stride ≤ MaxSeqLen", func(c *difftest.Case) { params(c).Stride = MaxSeqLen + 1 },
+			"invalid input: stride: exceeds the limit of 16777216 scores per row: got 16777217"},
+		{"max-pages-limit", "max_pages ≤ MaxPages", func(c *difftest.Case) { params(c).MaxPages = MaxPages + 1 },
+			"invalid input: max_pages: exceeds the limit of 16777216 page-table entries per row: got 16777217"},
+		{"scores-limit", "batch·stride ≤ MaxScores", func(c *difftest.Case) { params(c).Batch, params(c).Stride = 1<<14, 1<<15 },
+			"invalid input: batch·stride: exceeds the limit of 268435456 scores: got 536870912"},
+		{"table-limit", "batch·max_pages ≤ MaxTableEntries", func(c *difftest.Case) { params(c).Batch, params(c).Stride, params(c).MaxPages = 1<<14, 8, 1<<15 },
+			"invalid input: batch·max_pages: exceeds the limit of 268435456 page-table entries: got 536870912"},
+		{"outputs-limit", "batch·K ≤ MaxOutputEntries", func(c *difftest.Case) { params(c).Batch, params(c).Stride, params(c).K = 1<<14, 8, 1<<13 },
+			"invalid input: batch·K: exceeds the limit of 67108864 entries per output: got 134217728"},
 		{"negative-page", "used page ids ≥ 0", func(c *difftest.Case) { c.Inputs[2].SetI32(4+2, -7) },
 			"invalid input: page_table[1][2]: page id must be ≥ 0 within the used range (j < 3), got -7"},
 		{"unused-negative-ok", "entries past ceil(L/P) are never read", func(c *difftest.Case) { c.Inputs[2].SetI32(4+3, -9) }, ""},
@@ -83,6 +102,41 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFromTensorsLimits: a capture whose params ask for an absurd size is
+// rejected by FromTensors before any output is declared.
+func TestFromTensorsLimits(t *testing.T) {
+	row := []uint32{fb(1), fb(2), fb(3)}
+	c := handCase(t, 2, 1, true, [][]uint32{row}, []int32{3}, [][]int32{{0, 1, 2}})
+	m := map[string]*difftest.Tensor{}
+	for _, in := range c.Inputs {
+		m[in.Name] = in
+	}
+	tests := []struct{ params, want string }{
+		{`{"K": 2, "P": 1, "return_raw": true}`, ""},
+		{`{"K": 1099511627776, "P": 1}`, "invalid input: K: exceeds the limit of 65536 picks per row: got 1099511627776"},
+		{`{"K": 0, "P": 1}`, "invalid input: K: must be ≥ 1, got 0"},
+		{`{"K": 2, "P": 3}`, "invalid input: P: page size must be a power of two ≥ 1, got 3"},
+	}
+	for _, tt := range tests {
+		got, err := FromTensors("topk_transform/cap", json.RawMessage(tt.params), m)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+			if !errors.Is(err, difftest.ErrInvalidInput) {
+				t.Errorf("%s: %v does not wrap ErrInvalidInput", tt.params, err)
+			}
+		}
+		if msg != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.params, msg, tt.want)
+		}
+		if err == nil {
+			if err := Validate(got); err != nil {
+				t.Errorf("%s: %v", tt.params, err)
+			}
+		}
 	}
 }
 
