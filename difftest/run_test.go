@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func fakeSuite(t *testing.T) *Suite {
@@ -157,5 +158,21 @@ func TestNewImpl(t *testing.T) {
 		if _, err := NewImpl(name, ImplOptions{}); !errors.Is(err, ErrUnknownImpl) {
 			t.Errorf("NewImpl(%q): err = %v, want ErrUnknownImpl", name, err)
 		}
+	}
+}
+
+// A negative per-case time-out runs nothing: it is not a way to say "no
+// time-out" (that is 0).
+func TestRunNegativeTimeout(t *testing.T) {
+	s := fakeSuite(t)
+	n := 0
+	sum, err := Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: ReferenceImpl{}, Timeout: -time.Second,
+		OnRecord: func(*Record) error { n++; return nil }})
+	if err == nil || err.Error() != "time-out -1s is negative (0 = no time-out)" || n != 0 || sum.Passed != 0 || ExitCode(sum, err) != ExitUntestable {
+		t.Errorf("Run with time-out −1s: %d records, summary %+v, err %v", n, sum, err)
+	}
+	sum, err = Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: ReferenceImpl{}, Timeout: 0})
+	if err != nil || sum.Passed != 3 {
+		t.Errorf("Run with time-out 0 (none): summary %+v, err %v", sum, err)
 	}
 }
