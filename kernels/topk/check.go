@@ -13,8 +13,26 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
-// maxWorst caps the missing and the extra positions listed per case.
+// maxWorst caps the elements listed per rule and case.
 const maxWorst = 8
+
+// The rules of the validity check, in the order checkRow applies them.
+// Each is a counter metric of the Result under its name, and the name of
+// the first failing row's rule is the "failed_rule" metric (the table's
+// key metric, see Kernel.KeyMetric).
+const (
+	rulePadding    = iota // rule 1: −1 inside the first min(K, L) entries, or not −1 after them
+	ruleOutOfRange        // rule 2: raw_indices outside [0, L)
+	ruleWrongSlot         // rule 2: page_indices ≠ slot(raw), or (without raw) no slot of the row
+	ruleDuplicate         // rule 2: a position chosen more than once
+	ruleOutOfOrder        // L ≤ K: entry j is not position j
+	ruleMissing           // rule 3: ranks above the K-th, not chosen
+	ruleExtra             // rule 3: chosen, ranks below the K-th
+	nRules
+)
+
+// ruleNames are the metric names of the rules.
+var ruleNames = [nRules]string{"padding", "out_of_range", "wrong_slots", "duplicates", "out_of_order", "missing", "extra"}
 
 // Check decides whether got (page_indices, and raw_indices when the case
 // returns them) is a valid result for c. want is the reference's output;
@@ -32,13 +50,24 @@ const maxWorst = 8
 //     the sorted top-K keys"; "every chosen key ≥ the K-th" alone would
 //     accept {2, 2} from [3, 2, 2, 2] with K = 2.
 //
-// The first failing row (lowest b) gives the Result's Class (Mismatch) and
-// its one-line Message. Metrics: valid (bool), recall and jaccard of the
-// chosen positions against want's (ties may legitimately differ), tie_band
-// (positions whose key equals a row's K-th key, summed over rows with
-// L > K), missing and extra (positions breaking rule 3), and needle_found
-// (needle cases: whether every planted maximum was chosen). Worst lists up
-// to 8 missing and 8 extra positions with their f32 values.
+// A row is checked rule by rule; within the first rule it breaks every
+// offending entry is counted, and the later rules are not applied to it
+// (their reading would rest on broken entries). The first failing row
+// (lowest b) gives the Result's Class (Mismatch) and its one-line Message.
+//
+// Metrics (all rows summed): valid (bool); one int counter per rule:
+// padding (rule-1 entries), out_of_range (raw indices outside [0, L)),
+// wrong_slots (page indices that are not slot(raw), or without
+// raw_indices not a slot of the row), duplicates (entries repeating an
+// earlier entry's position), out_of_order (short-row entries not at their
+// own position), missing and extra (rule-3 positions); failed_rule
+// (failures only: the counter name of the Message's rule); recall and
+// jaccard of the chosen positions against want's (ties may legitimately
+// differ); tie_band (positions whose key equals a row's K-th key, over
+// rows with L > K); needle_found (needle cases: whether every planted
+// maximum was chosen). Worst lists up to 8 offenders per rule: output
+// entries as page_indices[b][j] or raw_indices[b][j], rule-3 positions as
+// scores[b][i] with their f32 bits and value.
 func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	v, err := newView(c)
 	if err != nil {
@@ -62,13 +91,27 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 
 // rowVerdict is the outcome of one row.
 type rowVerdict struct {
-	msg            string // first broken rule; empty if valid
-	inter, union   int    // |got ∩ want|, |got ∪ want| over chosen positions
-	wantN          int
-	tieBand        int
-	missing, extra []difftest.Element // rule-3 offenders (capped)
-	nMiss, nExtra  int
-	needle         int // 1 found, 0 missed, −1 no needle in this row
+	msg          string // first broken rule; empty if valid
+	rule         int    // the rule of msg
+	inter, union int    // |got ∩ want|, |got ∪ want| over chosen positions
+	wantN        int
+	tieBand      int
+	count        [nRules]int
+	worst        [nRules][]difftest.Element // capped at maxWorst
+	needle       int                        // 1 found, 0 missed, −1 no needle in this row
+}
+
+// offend counts one offender of rule; the first offender of the row sets
+// the row's message.
+func (r *rowVerdict) offend(rule int, e difftest.Element, b int, format string, args ...any) {
+	r.count[rule]++
+	if len(r.worst[rule]) < maxWorst {
+		r.worst[rule] = append(r.worst[rule], e)
+	}
+	if r.msg == "" {
+		r.msg = fmt.Sprintf("row %d: ", b) + fmt.Sprintf(format, args...)
+		r.rule = rule
+	}
 }
 
 // checkScratch is per-worker memory for checkRow.
@@ -79,15 +122,16 @@ type checkScratch struct {
 	sel       scratch
 }
 
+// entry names output entry [b][j] of t.
+func entry(t *difftest.Tensor, b, j int) (string, string) {
+	return t.Name, fmt.Sprintf("[%d][%d]", b, j)
+}
+
 // checkRow applies rules 1–3 to row b.
 func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *checkScratch) (r rowVerdict) {
 	K, L := v.p.K, v.length(b)
 	n := min(K, L)
 	r.needle = -1
-	fail := func(format string, args ...any) rowVerdict {
-		r.msg = fmt.Sprintf("row %d: ", b) + fmt.Sprintf(format, args...)
-		return r
-	}
 	// Rule 1: −1 exactly in the tail.
 	for _, t := range []*difftest.Tensor{gPage, gRaw} {
 		if t == nil {
@@ -95,39 +139,59 @@ func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *che
 		}
 		for j := 0; j < K; j++ {
 			x := t.I32(b*K + j)
+			name, idx := entry(t, b, j)
 			if j < n && x == -1 {
-				return fail("%s[%d][%d] = -1 inside the first min(K, L) = %d entries (L = %d)", t.Name, b, j, n, L)
+				r.offend(rulePadding, difftest.Element{Tensor: name, Index: idx, Got: "-1", Want: fmt.Sprintf("a pick (entry < min(K, L) = %d)", n)},
+					b, "%s[%d][%d] = -1 inside the first min(K, L) = %d entries (L = %d)", t.Name, b, j, n, L)
 			}
 			if j >= n && x != -1 {
-				return fail("%s[%d][%d] = %d past the first min(K, L) = %d entries must be -1 (L = %d)", t.Name, b, j, x, n, L)
+				r.offend(rulePadding, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(x), Want: fmt.Sprintf("-1 (entry ≥ min(K, L) = %d)", n)},
+					b, "%s[%d][%d] = %d past the first min(K, L) = %d entries must be -1 (L = %d)", t.Name, b, j, x, n, L)
 			}
 		}
 	}
-	// Rule 2: positions in range, distinct, page_indices = slot(raw).
-	var msg string
-	s.pos, msg = v.decode(b, n, gPage, gRaw, s.pos)
-	if msg != "" {
-		return fail("%s", msg)
+	if r.msg != "" {
+		return r
+	}
+	// Rule 2: positions in range, page_indices = slot(raw), distinct.
+	s.pos = v.decode(b, n, gPage, gRaw, s.pos, &r)
+	if r.msg != "" {
+		return r
+	}
+	pick := gPage
+	if gRaw != nil {
+		pick = gRaw
 	}
 	s.at = grow(s.at, L)
 	clear(s.at)
 	for j, i := range s.pos {
 		if prev := s.at[i]; prev != 0 {
-			return fail("position %d chosen twice (entries %d and %d)", i, prev-1, j)
+			name, idx := entry(pick, b, j)
+			r.offend(ruleDuplicate, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprintf("position %d", i), Want: fmt.Sprintf("a position not already chosen by entry %d", prev-1)},
+				b, "position %d chosen twice (entries %d and %d)", i, prev-1, j)
+			continue
 		}
 		s.at[i] = int32(j + 1)
+	}
+	if r.msg != "" {
+		return r
 	}
 	if L <= K {
 		for j, i := range s.pos {
 			if i != int64(j) {
-				return fail("short row (L = %d ≤ K = %d) must list positions 0..L-1 in order: entry %d is position %d", L, K, j, i)
+				name, idx := entry(pick, b, j)
+				r.offend(ruleOutOfOrder, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprintf("position %d", i), Want: fmt.Sprintf("position %d", j)},
+					b, "short row (L = %d ≤ K = %d) must list positions 0..L-1 in order: entry %d is position %d", L, K, j, i)
 			}
+		}
+		if r.msg != "" {
+			return r
 		}
 	}
 	// Diagnostics against the reference's choice.
-	var wmsg string
-	s.wpos, wmsg = v.decode(b, n, wPage, wRaw, s.wpos)
-	if wmsg == "" {
+	var wr rowVerdict
+	s.wpos = v.decode(b, n, wPage, wRaw, s.wpos, &wr)
+	if wr.msg == "" {
 		r.wantN = len(s.wpos)
 		for _, i := range s.wpos {
 			if s.at[i] != 0 {
@@ -145,61 +209,58 @@ func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *che
 	if L <= K {
 		return r
 	}
-	// Rule 3: nothing above the K-th left out, nothing below it taken.
+	// Rule 3: nothing above the K-th left out, nothing below it taken. The
+	// message names the first missing position if any, else the first
+	// extra one.
 	s.keys = v.keys(b, L, s.keys)
 	kth, _ := threshold(s.keys, K, &s.sel)
+	kthDesc := describeBits(numeric.Key32Bits(kth))
+	var extra rowVerdict
 	for i, x := range s.keys {
 		chosen := s.at[i] != 0
 		switch {
 		case x == kth:
 			r.tieBand++
 		case x > kth && !chosen:
-			r.nMiss++
-			if len(r.missing) < maxWorst {
-				r.missing = append(r.missing, difftest.Element{Tensor: TensorPageIndices, Index: fmt.Sprintf("row %d pos %d", b, i), Got: "not chosen", Want: "chosen: " + v.describe(b, i)})
-			}
+			r.offend(ruleMissing, difftest.Element{Tensor: TensorScores, Index: fmt.Sprintf("[%d][%d]", b, i), Got: "not chosen", Want: "chosen: " + v.describe(b, i)},
+				b, "position %d (%s) ranks above the K-th (%s) but is not chosen", i, v.describe(b, i), kthDesc)
 		case x < kth && chosen:
-			r.nExtra++
-			if len(r.extra) < maxWorst {
-				r.extra = append(r.extra, difftest.Element{Tensor: TensorPageIndices, Index: fmt.Sprintf("row %d pos %d", b, i), Got: "chosen: " + v.describe(b, i), Want: "not chosen"})
-			}
+			extra.offend(ruleExtra, difftest.Element{Tensor: TensorScores, Index: fmt.Sprintf("[%d][%d]", b, i), Got: "chosen: " + v.describe(b, i), Want: "not chosen"},
+				b, "position %d (%s) is chosen but ranks below the K-th (%s)", i, v.describe(b, i), kthDesc)
 		}
 	}
-	if r.nMiss > 0 || r.nExtra > 0 {
-		kthBits := numeric.Key32Bits(kth)
-		for i, x := range s.keys {
-			if x > kth && s.at[i] == 0 {
-				return fail("position %d (%s) ranks above the K-th (%s) but is not chosen", i, v.describe(b, i), describeBits(kthBits))
-			}
-		}
-		for i, x := range s.keys {
-			if x < kth && s.at[i] != 0 {
-				return fail("position %d (%s) is chosen but ranks below the K-th (%s)", i, v.describe(b, i), describeBits(kthBits))
-			}
-		}
+	r.count[ruleExtra], r.worst[ruleExtra] = extra.count[ruleExtra], extra.worst[ruleExtra]
+	if r.msg == "" {
+		r.msg, r.rule = extra.msg, extra.rule
 	}
 	return r
 }
 
 // decode returns the n chosen positions of row b: raw_indices when
 // present (checking page_indices[j] == slot(raw[j])), else page_indices
-// mapped back through the row's page table. A non-empty message names the
-// first entry that is out of range or not a slot of the row.
-func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64) ([]int64, string) {
+// mapped back through the row's page table. Every entry that is out of
+// range or not the right slot is counted in r (rules out_of_range and
+// wrong_slots); the positions are then meaningless.
+func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowVerdict) []int64 {
 	K, L := v.p.K, v.length(b)
 	pos = grow(pos, n)
 	if raw != nil {
 		for j := range pos {
 			i := int64(raw.I32(b*K + j))
+			pos[j] = i
 			if i < 0 || i >= int64(L) {
-				return nil, fmt.Sprintf("raw_indices[%d][%d] = %d outside [0, L = %d)", b, j, i, L)
+				name, idx := entry(raw, b, j)
+				r.offend(ruleOutOfRange, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(i), Want: fmt.Sprintf("a position in [0, L = %d)", L)},
+					b, "raw_indices[%d][%d] = %d outside [0, L = %d)", b, j, i, L)
+				continue
 			}
 			if got, want := int64(page.I32(b*K+j)), v.slot(b, int(i)); got != want {
-				return nil, fmt.Sprintf("page_indices[%d][%d] = %d, want slot(raw %d) = %d", b, j, got, i, want)
+				name, idx := entry(page, b, j)
+				r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(got), Want: fmt.Sprintf("%d = slot(raw %d)", want, i)},
+					b, "page_indices[%d][%d] = %d, want slot(raw %d) = %d", b, j, got, i, want)
 			}
-			pos[j] = i
 		}
-		return pos, ""
+		return pos
 	}
 	// Invert: group the entries by page id, then scan the used table once.
 	byPage := make(map[int64][]int, n)
@@ -220,10 +281,12 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64) ([]int6
 	}
 	for j, i := range pos {
 		if i < 0 || i >= int64(L) {
-			return nil, fmt.Sprintf("page_indices[%d][%d] = %d is not the slot of any position in [0, L = %d) of the row", b, j, page.I32(b*K+j), L)
+			name, idx := entry(page, b, j)
+			r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(page.I32(b*K + j)), Want: fmt.Sprintf("the slot of a position in [0, L = %d) of row %d", L, b)},
+				b, "page_indices[%d][%d] = %d is not the slot of any position in [0, L = %d) of the row", b, j, page.I32(b*K+j), L)
 		}
 	}
-	return pos, ""
+	return pos
 }
 
 // describe formats scores[b][i] as "f32 0x3f800000 = 1".
@@ -238,25 +301,24 @@ func summarize(rows []rowVerdict) difftest.Result {
 	var (
 		res                       difftest.Result
 		inter, union, wantN, ties int
-		nMiss, nExtra             int
+		count                     [nRules]int
+		worst                     [nRules][]difftest.Element
 		needles, found            int
-		missing, extra            []difftest.Element
 	)
 	for _, r := range rows {
 		if r.msg != "" && res.Message == "" {
 			res.Class, res.Message = difftest.Mismatch, r.msg
+			res.Metrics = map[string]any{"failed_rule": ruleNames[r.rule]}
 		}
 		inter += r.inter
 		union += r.union
 		wantN += r.wantN
 		ties += r.tieBand
-		nMiss += r.nMiss
-		nExtra += r.nExtra
-		if len(missing) < maxWorst {
-			missing = append(missing, r.missing[:min(len(r.missing), maxWorst-len(missing))]...)
-		}
-		if len(extra) < maxWorst {
-			extra = append(extra, r.extra[:min(len(r.extra), maxWorst-len(extra))]...)
+		for k := range count {
+			count[k] += r.count[k]
+			if room := maxWorst - len(worst[k]); room > 0 {
+				worst[k] = append(worst[k], r.worst[k][:min(len(r.worst[k]), room)]...)
+			}
 		}
 		if r.needle >= 0 {
 			needles++
@@ -269,17 +331,19 @@ func summarize(rows []rowVerdict) difftest.Result {
 		}
 		return float64(a) / float64(b)
 	}
-	res.Metrics = map[string]any{
-		"valid":    !res.Failed(),
-		"recall":   ratio(inter, wantN),
-		"jaccard":  ratio(inter, union),
-		"tie_band": ties,
-		"missing":  nMiss,
-		"extra":    nExtra,
+	if res.Metrics == nil {
+		res.Metrics = map[string]any{}
+	}
+	res.Metrics["valid"] = !res.Failed()
+	res.Metrics["recall"] = ratio(inter, wantN)
+	res.Metrics["jaccard"] = ratio(inter, union)
+	res.Metrics["tie_band"] = ties
+	for k, name := range ruleNames {
+		res.Metrics[name] = count[k]
+		res.Worst = append(res.Worst, worst[k]...)
 	}
 	if needles > 0 {
 		res.Metrics["needle_found"] = found == needles
 	}
-	res.Worst = append(missing, extra...)
 	return res
 }

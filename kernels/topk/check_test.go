@@ -1,9 +1,9 @@
 package topk
 
 import (
+	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -35,30 +35,34 @@ func TestCheckRules(t *testing.T) {
 		edits        []edit
 		noRaw        bool
 		want         string // "" = valid
+		rule         string // failed_rule and the key metric's name
+		count        int    // the rule's counter
 	}{
-		{"reference", "the reference is valid", nil, false, ""},
-		{"tie-swap", "any tied pick is valid: {0, 3}", []edit{{0, []int32{41, 20}, []int32{3, 0}}}, false, ""},
-		{"neg-inf-picks", "−inf positions are valid picks", []edit{{2, []int32{16, 14}, []int32{2, 0}}}, false, ""},
+		{"reference", "the reference is valid", nil, false, "", "", 0},
+		{"tie-swap", "any tied pick is valid: {0, 3}", []edit{{0, []int32{41, 20}, []int32{3, 0}}}, false, "", "", 0},
+		{"neg-inf-picks", "−inf positions are valid picks", []edit{{2, []int32{16, 14}, []int32{2, 0}}}, false, "", "", 0},
 		{"rule3-example", "{2, 2} from [3, 2, 2, 2] with K = 2 must fail",
 			[]edit{{0, []int32{21, 40}, []int32{1, 2}}}, false,
-			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen"},
+			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen", "missing", 1},
 		{"extra-below", "−inf chosen over 1.0", []edit{{2, []int32{15, 16}, []int32{1, 2}}}, false,
-			"row 2: position 0 (f32 0x3f800000 = 1) ranks above the K-th (f32 0xff800000 = -Inf) but is not chosen"},
-		{"hole", "−1 inside min(K, L)", []edit{{0, []int32{20, -1}, []int32{0, -1}}}, false,
-			"row 0: page_indices[0][1] = -1 inside the first min(K, L) = 2 entries (L = 4)"},
+			"row 2: position 0 (f32 0x3f800000 = 1) ranks above the K-th (f32 0xff800000 = -Inf) but is not chosen", "missing", 1},
+		{"hole", "−1 inside min(K, L), in both outputs", []edit{{0, []int32{20, -1}, []int32{0, -1}}}, false,
+			"row 0: page_indices[0][1] = -1 inside the first min(K, L) = 2 entries (L = 4)", "padding", 2},
 		{"tail-not-minus-one", "the tail must be −1 when L < K", []edit{{1, []int32{60, 61}, []int32{0, 1}}}, false,
-			"row 1: page_indices[1][1] = 61 past the first min(K, L) = 1 entries must be -1 (L = 1)"},
+			"row 1: page_indices[1][1] = 61 past the first min(K, L) = 1 entries must be -1 (L = 1)", "padding", 2},
 		{"duplicate", "raw indices distinct", []edit{{0, []int32{20, 20}, []int32{0, 0}}}, false,
-			"row 0: position 0 chosen twice (entries 0 and 1)"},
+			"row 0: position 0 chosen twice (entries 0 and 1)", "duplicates", 1},
 		{"out-of-range", "raw in [0, L)", []edit{{2, []int32{14, 16}, []int32{0, 3}}}, false,
-			"row 2: raw_indices[2][1] = 3 outside [0, L = 3)"},
+			"row 2: raw_indices[2][1] = 3 outside [0, L = 3)", "out_of_range", 1},
 		{"wrong-slot", "page_indices = slot(raw)", []edit{{0, []int32{20, 22}, []int32{0, 1}}}, false,
-			"row 0: page_indices[0][1] = 22, want slot(raw 1) = 21"},
-		{"no-raw-inverted", "without raw the table is inverted", []edit{{0, []int32{20, 41}, nil}}, true, ""},
+			"row 0: page_indices[0][1] = 22, want slot(raw 1) = 21", "wrong_slots", 1},
+		{"wrong-slots-two-rows", "every wrong slot counts; the message is row 0's", []edit{{0, []int32{21, 22}, []int32{0, 1}}, {2, []int32{15, 14}, []int32{0, 1}}}, false,
+			"row 0: page_indices[0][0] = 21, want slot(raw 0) = 20", "wrong_slots", 4},
+		{"no-raw-inverted", "without raw the table is inverted", []edit{{0, []int32{20, 41}, nil}}, true, "", "", 0},
 		{"no-raw-foreign-slot", "a slot of another row", []edit{{0, []int32{20, 60}, nil}}, true,
-			"row 0: page_indices[0][1] = 60 is not the slot of any position in [0, L = 4) of the row"},
+			"row 0: page_indices[0][1] = 60 is not the slot of any position in [0, L = 4) of the row", "wrong_slots", 1},
 		{"no-raw-rule3", "rule 3 through the inverted table", []edit{{0, []int32{21, 40}, nil}}, true,
-			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen"},
+			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen", "missing", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +84,18 @@ func TestCheckRules(t *testing.T) {
 			}
 			if r.Metrics["valid"] != !r.Failed() {
 				t.Errorf("valid metric %v with class %q", r.Metrics["valid"], r.Class)
+			}
+			if tt.rule != "" && (r.Metrics["failed_rule"] != tt.rule || r.Metrics[tt.rule] != tt.count) {
+				t.Errorf("%s: failed_rule %v, %s = %v; want %s = %d", tt.reason, r.Metrics["failed_rule"], tt.rule, r.Metrics[tt.rule], tt.rule, tt.count)
+			}
+			rec := &difftest.Record{Verdict: difftest.VerdictPass, Class: r.Class, Metrics: r.Metrics}
+			wantKey := ""
+			if r.Failed() {
+				rec.Verdict = difftest.VerdictFail
+				wantKey = fmt.Sprintf("%s=%d", tt.rule, tt.count)
+			}
+			if got := (Kernel{}).KeyMetric(rec); got != wantKey {
+				t.Errorf("%s: key metric %q, want %q", tt.reason, got, wantKey)
 			}
 		})
 	}
@@ -114,12 +130,26 @@ func TestCheckMetrics(t *testing.T) {
 	if m["recall"] != 0.5 || m["jaccard"] != 1.0/3 || m["tie_band"] != 3 || m["missing"] != 1 || m["extra"] != 1 || m["needle_found"] != false {
 		t.Errorf("metrics %v", m)
 	}
-	if len(r.Worst) != 2 || r.Worst[0].Index != "row 0 pos 0" || r.Worst[1].Index != "row 0 pos 4" ||
-		!strings.Contains(r.Worst[0].Want, "0x40400000") {
-		t.Errorf("worst %+v", r.Worst)
+	wantWorst := []difftest.Element{
+		{Tensor: "scores", Index: "[0][0]", Got: "not chosen", Want: "chosen: f32 0x40400000 = 3"},
+		{Tensor: "scores", Index: "[0][4]", Got: "chosen: f32 0x3f800000 = 1", Want: "not chosen"},
+	}
+	if !slices.Equal(r.Worst, wantWorst) || r.Metrics["failed_rule"] != "missing" {
+		t.Errorf("worst %+v, failed_rule %v", r.Worst, r.Metrics["failed_rule"])
 	}
 	if r := Check(c, want, want); r.Metrics["recall"] != 1.0 || r.Metrics["needle_found"] != true {
 		t.Errorf("reference metrics %v", r.Metrics)
+	}
+	// Only an extra pick: K = 2 of [3, 2, 2, 1], got {0, 3}.
+	c = handCase(t, 2, 1, true, [][]uint32{{fb(3), fb(2), fb(2), fb(1)}}, []int32{4}, [][]int32{{0, 1, 2, 3}})
+	want = runRef(t, c)
+	got = runRef(t, c)
+	setRow(got[0], 0, 2, []int32{0, 3})
+	setRow(got[1], 0, 2, []int32{0, 3})
+	r = Check(c, got, want)
+	const extraMsg = "row 0: position 3 (f32 0x3f800000 = 1) is chosen but ranks below the K-th (f32 0x40000000 = 2)"
+	if r.Message != extraMsg || r.Metrics["failed_rule"] != "extra" || r.Metrics["extra"] != 1 || r.Metrics["missing"] != 0 {
+		t.Errorf("extra only: %q, metrics %v", r.Message, r.Metrics)
 	}
 }
 

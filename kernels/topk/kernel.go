@@ -13,6 +13,8 @@ import (
 
 func init() { difftest.RegisterKernel(Kernel{}) }
 
+var _ difftest.KeyMetricer = Kernel{}
+
 // Kernel is the topk_transform contract as a difftest.Kernel: NewCase
 // draws one of Families, Validate and Reference are the package functions
 // of the same names, Check is the tie-aware rule of DESIGN.md §3 and
@@ -54,6 +56,25 @@ func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
 // Check applies the validity rule; see Check.
 func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	return Check(c, got, want)
+}
+
+// KeyMetric chooses the metric the human table shows (difftest.KeyMetricer):
+// for a case that failed Check, the counter of the rule that failed first,
+// e.g. "wrong_slots=3" or "missing=1"; otherwise "" (the harness default:
+// recall for a pass, or the failure class's own choice when Check never
+// ran).
+func (Kernel) KeyMetric(rec *difftest.Record) string {
+	if !rec.Failed() {
+		return ""
+	}
+	rule, ok := rec.Metrics["failed_rule"].(string)
+	if !ok {
+		return ""
+	}
+	if n, ok := rec.Metrics[rule]; ok {
+		return fmt.Sprintf("%s=%v", rule, n)
+	}
+	return ""
 }
 
 // Mutants returns the ten top-k mutants; see Mutants.
