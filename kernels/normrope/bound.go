@@ -61,15 +61,23 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 	// mean(d²), r = 1/sqrt(v + eps).
 	//
 	// mean (layer only): a 128-term sum, any order: |m_f − m| ≤
-	// γ_127·Σ|x|/128 (÷128 is exact) =: εm. Then d_f,i = fl(x_i − m_f), so
-	// |d_f,i − d_i| ≤ εm + u(|d_i| + εm) =: ed_i.
+	// γ_127·Σ|x|/128 (÷128 is exact) =: εm. Welford's running mean stays
+	// within the same bound. The kernel forms one mean and subtracts it
+	// from every x_i, so its error Δ = m − m_f is one number common to all
+	// dims: d_f,i = fl(x_i − m_f) = (d_i + Δ)(1 + δ_i), |δ_i| ≤ u. The
+	// common shift Δ is carried apart, as the vector sh = Δ·(r·w_i) that
+	// the linear stages (RoPE, Hadamard) map exactly; only the rounding
+	// ed_i = u(|d_i| + εm) is per dim. (Added dim by dim, Δ would be
+	// counted 128 times over by the Hadamard sums: √128 too loose, enough
+	// to hide a one-pass variance E[x²] − mean², whose error grows as
+	// (|mean|/std)², inside the bound.)
 	//
-	// variance: Σ d_f² = Σ (d_i + Δ)²(1+ρ_i)² with Δ = m − m_f common to all
-	// i and |ρ_i| ≤ u; since Σ d_i = 0 the cross term vanishes, Σ(d+Δ)² =
-	// Σd² + 128Δ². With the squares' and the sum's roundings (γ_128) and
-	// the (1+ρ)² (2u): v_f ∈ [v(1 − γ_130), (v + εm²)(1 + γ_130)]. For rms
-	// εm = 0 and γ_128 suffices; γ_130 is used for both. Underflow of the
-	// squares adds ≤ 128·2^-150 to the sum. Adding eps rounds once (u):
+	// variance: Σ d_f² = Σ (d_i + Δ)²(1+δ_i)²; since Σ d_i = 0 the cross
+	// term vanishes, Σ(d+Δ)² = Σd² + 128Δ². With the squares' and the
+	// sum's roundings (γ_128) and the (1+δ)² (2u): v_f ∈ [v(1 − γ_130),
+	// (v + εm²)(1 + γ_130)]. For rms εm = 0 and γ_128 suffices; γ_130 is
+	// used for both. Underflow of the squares adds ≤ 128·2^-150 to the
+	// sum. Adding eps rounds once (u):
 	//
 	//   ρv = (γ_130·v + εm²(1+γ_130) + 2^-142) / (v + eps) + u
 	//
@@ -77,9 +85,10 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 	// |θ| ≤ (1 + rsqrtErr)/sqrt(1 − ρv) − 1 (the worse side of (1±ρv)^-½).
 	//
 	// output: y_i = d_i·r·w_i (+ b_i). Two products (u each) and, for
-	// layer, one add (u):
+	// layer, one add (u). Per dim, besides the shift Δ·r·w_i:
 	//
-	//   e_i = r|w_i|·(ed_i(1+θ) + |d_i|θ + 2u(1+u)(|d_i| + ed_i)(1+θ)) [+ u(|y_i| + e_i)]
+	//   e_i = r|w_i|·(ed_i(1+θ) + |d_i|θ + 2u(1+u)(|d_i| + ed_i)(1+θ) + εm(θ + 2u(1+u)(1+θ)))
+	//         [+ u(|y_i| + εm·r|w_i| + e_i)]
 	var d [Dim]float64
 	var sumAbs, mean float64
 	for _, v := range x {
@@ -106,59 +115,72 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		theta = (1+rsqrtErr)/math.Sqrt(1-rhoV) - 1
 	}
 	r := normF64(in.p.Norm, &x, &in.w, &in.b, eps, y)
+	var sh [Dim]float64 // the common-shift direction: the error is Δ·sh, |Δ| ≤ em
 	for i := range d {
 		ed := 0.0
 		if in.p.Norm == NormLayer {
-			ed = em + u*(math.Abs(d[i])+em)
+			ed = u * (math.Abs(d[i]) + em)
+			sh[i] = r * in.w[i]
 		}
 		ad := math.Abs(d[i])
-		e[i] = r * math.Abs(in.w[i]) * (ed*(1+theta) + ad*theta + 2*u*(1+u)*(ad+ed)*(1+theta))
+		e[i] = r * math.Abs(in.w[i]) * (ed*(1+theta) + ad*theta + 2*u*(1+u)*(ad+ed)*(1+theta) + em*(theta+2*u*(1+u)*(1+theta)))
 		if in.p.Norm == NormLayer {
-			e[i] += u * (math.Abs(y[i]) + e[i])
+			e[i] += u * (math.Abs(y[i]) + em*math.Abs(sh[i]) + e[i])
 		}
 	}
 
 	// Stage 2, RoPE: out = a·c − b·s (or a·s + b·c) with exact f32 c, s.
-	// Errors in a, b carry through as e_a|c| + e_b|s|; the two products
-	// round (u each, relative to |a c| and |b s| with a, b perturbed by
-	// e_a, e_b), the add rounds (u·|out|):
+	// The shift maps exactly (sh' = R·sh). Per-dim errors carry through
+	// as e_a|c| + e_b|s|; the two products round (u each, relative to
+	// |a c| and |b s| with a, b perturbed by the shift, bounded by
+	// A = |a| + εm|sh_a|), the add rounds (u·(|out| + εm|sh'_out|)):
 	//
-	//   e' = (e_a|c| + e_b|s|)(1+u) + u(|a c| + |b s|);  e_out = e' + u(|out| + e')
+	//   e' = (e_a|c| + e_b|s|)(1+u) + u(A|c| + B|s|);  e_out = e' + u(|out| + εm|sh'_out| + e')
 	cs := in.cosSin(in.pos.I64(t))
 	for j := 0; j < RopeDim/2; j++ {
 		ia, ib := ropePair(in.p.RopeStyle, in.p.RopeOffset, j)
 		c, s := math.Abs(float64(cs[2*j])), math.Abs(float64(cs[2*j+1]))
-		a, b := math.Abs(y[ia]), math.Abs(y[ib])
+		a, b := math.Abs(y[ia])+em*math.Abs(sh[ia]), math.Abs(y[ib])+em*math.Abs(sh[ib])
 		ea, eb := e[ia], e[ib]
 		pa := (ea*c+eb*s)*(1+u) + u*(a*c+b*s)
 		pb := (ea*s+eb*c)*(1+u) + u*(a*s+b*c)
 		e[ia], e[ib] = pa, pb // |out| terms added after the rotation below
 	}
 	ropeF64(in.p.RopeStyle, in.p.RopeOffset, cs, y)
+	ropeF64(in.p.RopeStyle, in.p.RopeOffset, cs, &sh)
 	for j := 0; j < RopeDim/2; j++ {
 		ia, ib := ropePair(in.p.RopeStyle, in.p.RopeOffset, j)
-		e[ia] += u * (math.Abs(y[ia]) + e[ia])
-		e[ib] += u * (math.Abs(y[ib]) + e[ib])
+		e[ia] += u * (math.Abs(y[ia]) + em*math.Abs(sh[ia]) + e[ia])
+		e[ib] += u * (math.Abs(y[ib]) + em*math.Abs(sh[ib]) + e[ib])
 	}
 
 	// Stage 3, Hadamard: S_k = Σ_j ±y_j is a 128-term sum whatever the
-	// algorithm (butterflies or dot products), so |S_f,k − S_k| ≤ Σ e_j +
-	// γ_127·Σ(|y_j| + e_j). Kernels scale by 128^-½ once at the end (the
-	// constant rounds: u; the product: u), before the transform (one more
-	// rounding per term) or by 2^-½ per stage (seven more); γ_140 covers
-	// all of these:
+	// algorithm (butterflies or dot products), so its rounding error is ≤
+	// γ_127·Σ(|y_j| + εm|sh_j| + e_j) and the carried errors add ≤ Σe_j;
+	// the shift maps exactly (H·sh). Kernels scale by 128^-½ once at the
+	// end (the constant rounds: u; the product: u), before the transform
+	// (one more rounding per term) or by 2^-½ per stage (seven more);
+	// γ_140 covers all of these:
 	//
-	//   E_k = 128^-½ · (Σe_j + γ_140·Σ(|y_j| + e_j))·(1 + 3u) + 2.01u·|z_k|
+	//   E_k = 128^-½·(Σe_j + γ_140·Σ(|y_j| + εm|sh_j| + e_j))·(1 + 3u)
+	//         + εm·|(H·sh)_k|·(1 + 3u) + 2.01u·(|z_k| + εm|(H·sh)_k|)
+	//
+	// Without the Hadamard the shift adds εm·|sh_k| to e_k directly.
 	if in.p.Hadamard {
 		var se, sa float64
 		for j := range y {
 			se += e[j]
-			sa += math.Abs(y[j]) + e[j]
+			sa += math.Abs(y[j]) + em*math.Abs(sh[j]) + e[j]
 		}
 		common := hadamardScale * (se + gamma(140)*sa) * (1 + 3*u)
 		hadamardF64(y)
+		hadamardF64(&sh)
 		for k := range y {
-			e[k] = common + 2.01*u*math.Abs(y[k])
+			e[k] = common + em*math.Abs(sh[k])*(1+3*u) + 2.01*u*(math.Abs(y[k])+em*math.Abs(sh[k]))
+		}
+	} else {
+		for k := range y {
+			e[k] += em * math.Abs(sh[k])
 		}
 	}
 	for k := range e {

@@ -42,70 +42,30 @@ type gen struct {
 //
 //	preset     "v32" | "v4" | "v4-bf16" (default "v4"), then overrides:
 //	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model
-//	P          page size (default 64)
-//	N          tokens (default 96)
-//	x_stride   row stride of x, ≥ 128 (default 128; padding holds NaN)
-//	max_pos    rows of freqs (default 4096; family "positions": the
-//	           model's full context for v32, 262144 for v4)
-//	num_pages  cache pages (default: room for N + max(1, N/8) slots)
+//	P          page size, a power of two in [1, MaxPageSize] (default 64)
+//	N          tokens, [1, MaxTokens] (default 96)
+//	x_stride   row stride of x, [128, MaxXStride] (default 128; padding
+//	           holds NaN); N·x_stride·2 ≤ MaxXBytes
+//	max_pos    rows of freqs, [1, MaxPositions] (default 4096; family
+//	           "positions": the model's full context for v32, 262144 for v4)
+//	num_pages  cache pages (default: room for the slots the family needs,
+//	           N + max(1, N/8) for most); num_pages·page_bytes ≤ MaxCacheBytes
 //	holes      give about 1/8 of the tokens out_loc −1 (default true; the
 //	           last token always writes, so tail handling is exercised)
 //
-// Unknown parameters, unknown families and configurations a family cannot
-// honour are errors naming the case.
+// The case's Params.Preset is the preset the final configuration equals
+// (MatchPreset), empty when an override leaves every preset. eps is
+// checked as given, before its f32 rounding (checkEps).
+//
+// Unknown parameters, unknown families, values out of range and
+// configurations a family cannot honour are errors naming the case and
+// the parameter; every size is checked before anything is allocated.
 func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
-	fam, ok := families[spec.Family]
-	if !ok {
-		return nil, fmt.Errorf("case %s: unknown family %q (want one of %v)", spec.ID(), spec.Family, Families())
-	}
-	pp := difftest.NewParams(spec.ID(), spec.Params)
-	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16)
-	pageSize := pp.Int("P", 64)
-	p, err := Preset(preset, pageSize)
-	if err != nil { // pp has recorded the bad name; pp.Err reports it below
-		p, _ = Preset(PresetV4, pageSize)
-	}
-	p.Norm = pp.String("norm", p.Norm, NormRMS, NormLayer)
-	p.RopeOffset = pp.Int("rope_offset", p.RopeOffset)
-	p.RopeStyle = pp.String("rope_style", p.RopeStyle, StyleNeox, StyleInterleaved)
-	p.Hadamard = pp.Bool("hadamard", p.Hadamard)
-	p.Store = pp.String("store", p.Store, StoreFP8, StoreBF16)
-	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
-	p.Eps = float32(pp.Float("eps", float64(DefaultEps)))
-	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
-	g := &gen{family: spec.Family, key: key, p: p}
-	g.n = pp.Int("N", 96)
-	g.stride = pp.Int("x_stride", Dim)
-	g.maxPos = pp.Int("max_pos", fam.maxPos(p))
-	g.holes = pp.Bool("holes", true)
-	numPages := pp.Int("num_pages", 0)
-	if err := pp.Err(); err != nil {
+	g, fam, err := plan(spec)
+	if err != nil {
 		return nil, err
 	}
-	need := fam.slots(g.n, p.PageSize)
-	g.p.NumPages = (need + p.PageSize - 1) / max(p.PageSize, 1)
-	if numPages != 0 {
-		if numPages*p.PageSize < need {
-			return nil, fmt.Errorf("case %s: num_pages %d holds %d slots, family %s needs %d", spec.ID(), numPages, numPages*p.PageSize, spec.Family, need)
-		}
-		g.p.NumPages = numPages
-	}
-	switch {
-	case g.n < 1:
-		return nil, fmt.Errorf("case %s: N must be ≥ 1, got %d", spec.ID(), g.n)
-	case g.stride < Dim:
-		return nil, fmt.Errorf("case %s: x_stride must be ≥ %d, got %d", spec.ID(), Dim, g.stride)
-	case g.maxPos < 1:
-		return nil, fmt.Errorf("case %s: max_pos must be ≥ 1, got %d", spec.ID(), g.maxPos)
-	}
-	if err := g.p.Check(); err != nil {
-		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
-	}
-	if fam.needs != nil {
-		if err := fam.needs(g.p); err != nil {
-			return nil, fmt.Errorf("case %s: family %s: %w", spec.ID(), spec.Family, err)
-		}
-	}
+	g.key = key
 	freqs, err := FreqsTable(g.p.Model, g.maxPos)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
@@ -122,6 +82,97 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		Inputs:  []*difftest.Tensor{g.x, g.w, g.b, ft, g.pos, g.loc},
 		Outputs: outputsOf(g.p),
 	}, nil
+}
+
+// CheckSpec returns the error NewCase would return for spec, for every
+// seed, without drawing or allocating anything (difftest.SpecChecker).
+func CheckSpec(spec difftest.CaseSpec) error {
+	_, _, err := plan(spec)
+	return err
+}
+
+// plan decodes and checks spec's parameters: everything NewCase decides
+// before it draws. Sizes are checked in an order that keeps every product
+// below 2^40 (P and N first, then the slots the family needs, then the
+// cache).
+func plan(spec difftest.CaseSpec) (*gen, family, error) {
+	fam, ok := families[spec.Family]
+	if !ok {
+		return nil, family{}, fmt.Errorf("case %s: unknown family %q (want one of %v)", spec.ID(), spec.Family, Families())
+	}
+	pp := difftest.NewParams(spec.ID(), spec.Params)
+	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16)
+	pageSize := pp.Int("P", 64)
+	p, err := Preset(preset, pageSize)
+	if err != nil { // pp has recorded the bad name; pp.Err reports it below
+		p, _ = Preset(PresetV4, pageSize)
+	}
+	p.Norm = pp.String("norm", p.Norm, NormRMS, NormLayer)
+	p.RopeOffset = pp.Int("rope_offset", p.RopeOffset)
+	p.RopeStyle = pp.String("rope_style", p.RopeStyle, StyleNeox, StyleInterleaved)
+	p.Hadamard = pp.Bool("hadamard", p.Hadamard)
+	p.Store = pp.String("store", p.Store, StoreFP8, StoreBF16)
+	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
+	eps := pp.Float("eps", float64(DefaultEps))
+	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
+	g := &gen{family: spec.Family, p: p}
+	g.n = pp.Int("N", 96)
+	g.stride = pp.Int("x_stride", Dim)
+	g.holes = pp.Bool("holes", true)
+	maxPos, hasMaxPos := 0, spec.Params["max_pos"] != nil
+	if hasMaxPos {
+		maxPos = pp.Int("max_pos", 0)
+	}
+	numPages, hasPages := 0, spec.Params["num_pages"] != nil
+	if hasPages {
+		numPages = pp.Int("num_pages", 0)
+	}
+	if err := pp.Err(); err != nil {
+		return nil, family{}, err
+	}
+	fail := func(err error) (*gen, family, error) { return nil, family{}, fmt.Errorf("case %s: %w", spec.ID(), err) }
+	if err := checkEps(eps); err != nil {
+		return fail(err)
+	}
+	g.p.Eps = float32(eps)
+	g.p.Preset = MatchPreset(g.p)
+	// P first: the family's slot count multiplies by it.
+	g.p.NumPages = 1
+	if err := g.p.Check(); err != nil {
+		return fail(err)
+	}
+	if err := checkSizes(g.n, g.stride, "N", "x_stride"); err != nil {
+		return fail(err)
+	}
+	if !hasMaxPos {
+		maxPos = fam.maxPos(g.p)
+	}
+	if err := checkMaxPos(maxPos, "max_pos"); err != nil {
+		return fail(err)
+	}
+	g.maxPos = maxPos
+	need := fam.slots(g.n, g.p.PageSize) // ≤ 2^23·2^16: no overflow
+	if hasPages {
+		if numPages < 1 || numPages > MaxCacheBytes/g.p.PageBytes() {
+			g.p.NumPages = numPages
+			return fail(g.p.Check())
+		}
+		if numPages*g.p.PageSize < need {
+			return fail(difftest.Inputf("num_pages", nil, "%d pages of P=%d hold %d slots; family %s needs %d for N=%d", numPages, g.p.PageSize, numPages*g.p.PageSize, spec.Family, need, g.n))
+		}
+		g.p.NumPages = numPages
+	} else {
+		g.p.NumPages = (need + g.p.PageSize - 1) / g.p.PageSize
+		if err := g.p.Check(); err != nil {
+			return fail(fmt.Errorf("N = %d needs %d cache slots of P=%d: %w", g.n, need, g.p.PageSize, err))
+		}
+	}
+	if fam.needs != nil {
+		if err := fam.needs(g.p); err != nil {
+			return fail(fmt.Errorf("family %s: %w", spec.Family, err))
+		}
+	}
+	return g, fam, nil
 }
 
 // outputsOf returns the output list of a configuration: the in-out cache.

@@ -24,6 +24,7 @@ var digestCases = []difftest.CaseSpec{
 	{Kernel: KernelName, Family: "e4m3-max", Name: "digest/e4m3-max/ue8m0/N=8", Params: map[string]any{"preset": "v4", "hadamard": false, "scale_fmt": "ue8m0", "N": int64(8)}},
 	{Kernel: KernelName, Family: "nonfinite", Name: "digest/nonfinite/v4-bf16/N=16", Params: map[string]any{"preset": "v4-bf16", "N": int64(16), "x_stride": int64(136)}},
 	{Kernel: KernelName, Family: "positions", Name: "digest/positions/v32/N=3", Params: map[string]any{"preset": "v32", "N": int64(3)}},
+	{Kernel: KernelName, Family: "large-mean", Name: "digest/large-mean/v32/N=5/P=4", Params: map[string]any{"preset": "v32", "N": int64(5), "P": int64(4)}},
 }
 
 func TestInputDigests(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // legitimate lists binary32 kernels that compute the contract correctly
 // but differently from one another: summation order, Hadamard algorithm
 // and scaling point, an rsqrtf up to 2 ULP off, division or reciprocal
-// product for the codes.
+// product for the codes, a Welford mean and variance.
 var legitimate = []struct {
 	name string
 	sim  sim32
@@ -23,6 +23,7 @@ var legitimate = []struct {
 	{"sequential-direct-prescale", sim32{direct: true, preScale: true}},
 	{"tree-rsqrt+2ulp-recip", sim32{tree: true, rsqrtULP: 2, recip: true}},
 	{"sequential-rsqrt-2ulp-prescale", sim32{rsqrtULP: -2, preScale: true}},
+	{"welford-direct-hadamard", sim32{welford: true, direct: true}},
 }
 
 // falseAlarmConfigs is every configuration combination the families

@@ -15,11 +15,16 @@ import (
 
 // family is one input family.
 type family struct {
-	doc    string
-	maxPos func(Params) int   // default max_pos
-	slots  func(n, p int) int // cache slots the family needs for n tokens at page size p
-	needs  func(Params) error // configuration the family requires, or nil
-	fill   func(g *gen)       // draws the family's inputs over the defaults
+	doc string
+	// dontCareOK marks the families whose point is don't-care tokens
+	// (NaN/inf inputs, overflowing sums): a case of theirs may have every
+	// written token don't care and still checks the canaries (Validate's
+	// coverage rule, Check's warning).
+	dontCareOK bool
+	maxPos     func(Params) int   // default max_pos
+	slots      func(n, p int) int // cache slots the family needs for n tokens at page size p
+	needs      func(Params) error // configuration the family requires, or nil
+	fill       func(g *gen)       // draws the family's inputs over the defaults
 }
 
 func defaultMaxPos(Params) int { return 4096 }
@@ -54,7 +59,7 @@ var families = map[string]family{
 			g.setX(t, s.Intn(Dim), big)
 		})
 	}},
-	"bf16-max": {doc: "tokens by t mod 4: all ±bf16 max (f32 Σx² overflows: don't care), N(0,1) with one ±bf16 max (don't care), N(0,1)·2^56 (large, Σx² fits), N(0,1)", fill: func(g *gen) {
+	"bf16-max": {dontCareOK: true, doc: "tokens by t mod 4: all ±bf16 max (f32 Σx² overflows: don't care), N(0,1) with one ±bf16 max (don't care), N(0,1)·2^56 (large, Σx² fits), N(0,1)", fill: func(g *gen) {
 		maxBF16 := numeric.BF16ToF64(0x7F7F)
 		g.rows(func(t int, s *rng.Stream) {
 			for i := 0; i < Dim; i++ {
@@ -76,7 +81,7 @@ var families = map[string]family{
 			}
 		})
 	}},
-	"nonfinite": {doc: "N(0,1); about 1 token in 4 gets 1–3 of ±inf, ±qNaN, ±sNaN (don't care); the rest are checked", fill: func(g *gen) {
+	"nonfinite": {dontCareOK: true, doc: "N(0,1); about 1 token in 4 gets 1–3 of ±inf, ±qNaN, ±sNaN (don't care); the rest are checked", fill: func(g *gen) {
 		sp := nonFiniteBF16()
 		g.rows(func(t int, s *rng.Stream) {
 			for i := 0; i < Dim; i++ {
@@ -166,6 +171,11 @@ var families = map[string]family{
 			}
 		},
 	},
+	"large-mean": {
+		doc: "|mean| ≫ std, LayerNorm's hard case: each token a bf16 centre |c| in [2^8, 2^15) with a few dims one bf16 step (ulp) off, " +
+			"|mean|/std about 2^7 to 2^11: a one-pass variance E[x²] − mean² in f32 cancels away, a two-pass one does not",
+		fill: fillLargeMean,
+	},
 	"positions": {
 		doc:    "N(0,1); positions cycle 0, max_pos−1, uniform: the table's first and last rows with real YaRN tables",
 		maxPos: func(p Params) int { return map[string]int{ModelV32: 163840, ModelV4: 262144}[p.Model] },
@@ -225,9 +235,38 @@ func fillGaussian(g *gen) {
 	})
 }
 
+// fillLargeMean draws the "large-mean" family: per token a bf16 centre
+// c = ±2^e·(1 + m/128), e uniform in [8, 14], m in [0, 126], and 128
+// values c + k_i·ulp, ulp = 2^(e−7) the bf16 spacing at c, with k_i = ±1
+// with probability 2^-q (q per token uniform in [1, 6]) and 0 otherwise;
+// one dim chosen at random always gets ±1, so the variance is never 0.
+// The standard deviation is then about ulp·2^(−q/2), |mean|/std about 2^7
+// to 2^11. A LayerNorm whose variance is E[x²] − mean² in f32 loses the
+// variance to the rounding of mean² (and, for e ≥ 11, of Σx²): its error
+// grows as (|mean|/std)², the derived bound only as |mean|/std.
+func fillLargeMean(g *gen) {
+	g.rows(func(t int, s *rng.Stream) {
+		e := 8 + s.Intn(7)
+		c := math.Ldexp(1+float64(s.Intn(127))/128, e)
+		if s.Intn(2) == 1 {
+			c = -c
+		}
+		ulp := math.Ldexp(1, e-7)
+		q := 1 + s.Intn(6)
+		for i := 0; i < Dim; i++ {
+			v := c
+			if s.Intn(1<<q) == 0 {
+				v += ulp * float64(2*s.Intn(2)-1)
+			}
+			g.setX(t, i, v)
+		}
+		g.setX(t, s.Intn(Dim), c+ulp*float64(2*s.Intn(2)-1))
+	})
+}
+
 // Families returns the input family names, sorted: bf16-max, constant,
-// e4m3-max, e4m3-midpoint, gaussian, nonfinite, outlier, positions, slots,
-// zero. FamilyDoc describes each.
+// e4m3-max, e4m3-midpoint, gaussian, large-mean, nonfinite, outlier,
+// positions, slots, zero. FamilyDoc describes each.
 func Families() []string {
 	names := make([]string, 0, len(families))
 	for n := range families {

@@ -115,3 +115,7 @@ func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Res
 
 // Mutants returns the 12 store mutants; see Mutants.
 func (Kernel) Mutants() []difftest.Mutant { return Mutants() }
+
+// CheckSpec returns the error NewCase would return for spec, without
+// drawing (difftest.SpecChecker); see CheckSpec.
+func (Kernel) CheckSpec(spec difftest.CaseSpec) error { return CheckSpec(spec) }

@@ -23,6 +23,8 @@ type sim32 struct {
 	preScale bool   // scale by 128^-½ before the transform instead of after
 	rsqrtULP int    // move 1/sqrt(v) by this many f32 ULPs (rsqrtf is within 2)
 	recip    bool   // codes as z·(1/scale) instead of z/scale
+	welford  bool   // LayerNorm mean and variance by Welford's running update (as PyTorch's layer_norm kernels)
+	onePass  bool   // LayerNorm variance as E[x²] − mean² (one pass; not a legitimate kernel: it cancels when |mean| ≫ std)
 	fault    string // a mutant name of mutants.go, or ""
 }
 
@@ -75,7 +77,22 @@ func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
 			d[i] = v - mean
 			tmp[i] = d[i] * d[i]
 		}
-		r := rsqrt32(sum32(tmp[:], s.tree)*(1.0/Dim)+eps, s.rsqrtULP)
+		if s.onePass {
+			for i, v := range x {
+				tmp[i] = v * v
+			}
+		}
+		v := sum32(tmp[:], s.tree) * (1.0 / Dim)
+		if s.onePass {
+			v -= float32(mean * mean) // rounded: no fused multiply-add
+		}
+		if s.welford {
+			mean, v = welford32(&x)
+			for i, xv := range x {
+				d[i] = xv - mean
+			}
+		}
+		r := rsqrt32(v+eps, s.rsqrtULP)
 		for i := range d {
 			z[i] = d[i]*r*in.w32[i] + in.b32[i]
 		}
@@ -141,6 +158,20 @@ func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
 			z[i] *= h
 		}
 	}
+}
+
+// welford32 returns the mean and the biased variance of x by Welford's
+// running update in float32 (B. P. Welford, "Note on a Method for
+// Calculating Corrected Sums of Squares and Products", Technometrics 4(3),
+// 1962): δ = x − m; m += δ/n; M2 += δ·(x − m); variance M2/n.
+func welford32(x *[Dim]float32) (mean, variance float32) {
+	var m, m2 float32
+	for i, v := range x {
+		delta := v - m
+		m += delta / float32(i+1)
+		m2 += float32(delta * (v - m)) // rounded: no fused multiply-add
+	}
+	return m, m2 * (1.0 / Dim)
 }
 
 // popParity reports whether v has an odd number of one bits.

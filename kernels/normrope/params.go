@@ -8,8 +8,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/bits"
+	"strconv"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
@@ -33,16 +33,16 @@ const (
 // exec metadata and capture files carry as JSON, and what FromTensors reads
 // back. The field values mirror the enums of normrope.h.
 type Params struct {
-	Preset     string  `json:"preset,omitempty"` // the preset it started from, informational
+	Preset     string  `json:"preset,omitempty"` // the preset this configuration equals exactly (MatchPreset), or empty
 	Norm       string  `json:"norm"`             // "rms" (RMSNorm) or "layer" (LayerNorm)
 	RopeOffset int     `json:"rope_offset"`      // first rotated dimension: 0 or 64
 	RopeStyle  string  `json:"rope_style"`       // "neox": pairs (j, j+32); "interleaved": pairs (2j, 2j+1)
 	Hadamard   bool    `json:"hadamard"`         // apply the 128-point Walsh–Hadamard transform
 	Store      string  `json:"store"`            // "fp8" (e4m3fn codes + f32 scale) or "bf16"
-	ScaleFmt   string  `json:"scale_fmt"`        // FP8 only: "plain" or "ue8m0" (scale rounded up to 2^k)
-	PageSize   int     `json:"page_size"`        // P, tokens per cache page, a power of two ≥ 1
-	NumPages   int     `json:"num_pages"`        // pages in the cache, ≥ 1
-	Eps        float32 `json:"eps"`              // norm epsilon, finite and > 0 (1e-6 in both families)
+	ScaleFmt   string  `json:"scale_fmt"`        // FP8: "plain" or "ue8m0" (scale rounded up to 2^k); BF16: "plain"
+	PageSize   int     `json:"page_size"`        // P, tokens per cache page, a power of two in [1, MaxPageSize]
+	NumPages   int     `json:"num_pages"`        // pages in the cache, ≥ 1, num_pages·page_bytes ≤ MaxCacheBytes
+	Eps        float32 `json:"eps"`              // norm epsilon, a positive normal f32 (1e-6 in both families)
 	Model      string  `json:"model"`            // YaRN table of the freqs input: "v32" or "v4" (informational for replay)
 }
 
@@ -84,9 +84,12 @@ func Preset(name string, p int) (Params, error) {
 }
 
 // Check reports the first configuration error as an *InputError naming the
-// parameter and the rule: unknown enum values, rope_offset not 0 or 64, P
-// not a power of two ≥ 1, num_pages < 1 or a cache over 2^62 bytes, eps not
-// finite or not > 0, an unknown YaRN model.
+// parameter and the rule: unknown enum values, rope_offset not 0 or 64,
+// scale_fmt other than "plain" with the BF16 store (the scale format
+// belongs to the FP8 store; a BF16 store has no scale), P not a power of
+// two in [1, MaxPageSize], num_pages < 1 or a cache over MaxCacheBytes,
+// eps not a positive normal f32 (checkEps), an unknown YaRN model, or a
+// preset label the configuration does not equal (see MatchPreset).
 func (p Params) Check() error {
 	switch {
 	case p.Norm != NormRMS && p.Norm != NormLayer:
@@ -99,18 +102,54 @@ func (p Params) Check() error {
 		return difftest.Inputf("store", nil, "must be %q or %q, got %q", StoreFP8, StoreBF16, p.Store)
 	case p.ScaleFmt != ScalePlain && p.ScaleFmt != ScaleUE8M0:
 		return difftest.Inputf("scale_fmt", nil, "must be %q or %q, got %q", ScalePlain, ScaleUE8M0, p.ScaleFmt)
-	case p.PageSize < 1 || bits.OnesCount(uint(p.PageSize)) != 1:
-		return difftest.Inputf("P", nil, "page size must be a power of two ≥ 1, got %d", p.PageSize)
+	case p.Store == StoreBF16 && p.ScaleFmt != ScalePlain:
+		return difftest.Inputf("scale_fmt", nil, "must be %q with store %q (the BF16 store has no scale; %q applies to the FP8 store only), got %q", ScalePlain, StoreBF16, ScaleUE8M0, p.ScaleFmt)
+	case p.PageSize < 1 || p.PageSize > MaxPageSize || bits.OnesCount(uint(p.PageSize)) != 1:
+		return difftest.Inputf("P", nil, "page size must be a power of two in [1, %d] (MaxPageSize), got %d", MaxPageSize, p.PageSize)
 	case p.NumPages < 1:
 		return difftest.Inputf("num_pages", nil, "must be ≥ 1, got %d", p.NumPages)
-	case p.NumPages > (1<<62)/p.PageBytes():
-		return difftest.Inputf("num_pages", nil, "%d pages of %d bytes overflow the cache size", p.NumPages, p.PageBytes())
-	case math.IsNaN(float64(p.Eps)) || math.IsInf(float64(p.Eps), 0) || p.Eps <= 0:
-		return difftest.Inputf("eps", nil, "must be finite and > 0, got %g", p.Eps)
+	case p.NumPages > MaxCacheBytes/p.PageBytes():
+		return difftest.Inputf("num_pages", nil, "%d pages of %d bytes (%s store, P=%d) exceed the cache limit of %d bytes (MaxCacheBytes): at most %d pages at this page size",
+			p.NumPages, p.PageBytes(), p.Store, p.PageSize, MaxCacheBytes, MaxCacheBytes/p.PageBytes())
 	case p.Model != ModelV32 && p.Model != ModelV4:
 		return difftest.Inputf("model", nil, "must be %q or %q, got %q", ModelV32, ModelV4, p.Model)
 	}
+	if err := checkEps(float64(p.Eps)); err != nil {
+		return err
+	}
+	if p.Preset != "" {
+		if _, err := Preset(p.Preset, p.PageSize); err != nil {
+			return difftest.Inputf("preset", nil, "%v", err)
+		}
+		if got := MatchPreset(p); got != p.Preset {
+			return difftest.Inputf("preset", nil, "%q does not match the configuration (%s); the preset label is set only when every switch, eps and model equal the preset's (this one equals %s)",
+				p.Preset, p, presetOrNone(got))
+		}
+	}
 	return nil
+}
+
+// MatchPreset returns the name of the preset whose configuration p equals
+// exactly (norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps
+// and YaRN model; P and num_pages are free), or "" when none does. NewCase
+// sets Params.Preset to it, so a report says "v4" only for the v4
+// configuration.
+func MatchPreset(p Params) string {
+	for _, name := range []string{PresetV32, PresetV4, PresetV4BF16} {
+		q, _ := Preset(name, p.PageSize)
+		if p.Norm == q.Norm && p.RopeOffset == q.RopeOffset && p.RopeStyle == q.RopeStyle && p.Hadamard == q.Hadamard &&
+			p.Store == q.Store && p.ScaleFmt == q.ScaleFmt && p.Eps == q.Eps && p.Model == q.Model {
+			return name
+		}
+	}
+	return ""
+}
+
+func presetOrNone(name string) string {
+	if name == "" {
+		return "no preset"
+	}
+	return "preset " + name
 }
 
 // Log2P returns log2 of the page size (PageSize must be a power of two).
@@ -142,14 +181,32 @@ func (p Params) String() string {
 }
 
 // ParseParams decodes the JSON form of Params (capture files, exec
-// metadata) and checks it. Unknown fields are errors.
+// metadata) and checks it (Params.Check). Unknown fields are errors. eps is
+// read as written (f64) and checked before it is rounded to f32, so an eps
+// that underflows or overflows f32 is reported with the value given.
 func ParseParams(raw json.RawMessage) (Params, error) {
-	var p Params
+	var pj struct {
+		Params
+		Eps json.Number `json:"eps"` // shadows Params.Eps
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	dec.UseNumber()
+	if err := dec.Decode(&pj); err != nil {
 		return Params{}, fmt.Errorf("norm_rope_store params: %w", err)
 	}
+	p := pj.Params
+	if pj.Eps == "" {
+		return Params{}, difftest.Inputf("eps", nil, "missing (the norm epsilon, 1e-6 in both model families)")
+	}
+	e, err := strconv.ParseFloat(string(pj.Eps), 64)
+	if err != nil {
+		return Params{}, difftest.Inputf("eps", nil, "must be a number, got %s", pj.Eps)
+	}
+	if err := checkEps(e); err != nil {
+		return Params{}, err
+	}
+	p.Eps = float32(e)
 	if err := p.Check(); err != nil {
 		return Params{}, err
 	}

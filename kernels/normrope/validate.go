@@ -9,22 +9,35 @@ import (
 	"math"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
 // Validate checks case c against the contract and returns the first broken
 // rule as an *difftest.InputError (wrapping difftest.ErrInvalidInput)
 // naming the tensor, the index and the rule:
 //
-//   - params: see Params.Check (enums, P a power of two, eps finite and > 0);
+//   - params: see Params.Check (enums, P a power of two, the cache size,
+//     eps a positive normal f32, the preset label);
 //   - the six inputs present in contract order with their dtypes and shapes:
-//     x bf16 [N, x_stride] with x_stride ≥ 128, weight and bias f32 [128],
-//     freqs f32 [max_pos, 64] with max_pos ≥ 1, positions and out_loc i64 [N];
+//     x bf16 [N, x_stride] with N in [1, MaxTokens], x_stride in [128,
+//     MaxXStride] and N·x_stride·2 ≤ MaxXBytes, weight and bias f32 [128],
+//     freqs f32 [max_pos, 64] with max_pos in [1, MaxPositions], positions
+//     and out_loc i64 [N];
 //   - weight and bias finite (model parameters);
 //   - one output cache u8 [num_pages, 132·P] (FP8) or [num_pages, 256·P]
 //     (BF16), InOut;
 //   - positions[i] in [0, max_pos);
 //   - out_loc[i] = −1 or in [0, num_pages·P), and the non-negative values
-//     distinct (a duplicate names both indices).
+//     distinct (a duplicate names both indices);
+//   - freqs rows positions[i] finite for every token (the table is a model
+//     constant, like weight; a NaN there would make the token unchecked);
+//   - the case compares something: when some token has out_loc ≥ 0, at
+//     least one such token has a specified value (finite x whose f32 sums
+//     fit, see dontCare). Only the families whose point is don't-care
+//     tokens (nonfinite, bf16-max; Case.Family, also kept in captures) may
+//     have every written token don't care: they still check the canaries,
+//     and Check says so in a warning. A case where no token writes is a
+//     canary-only case and is valid.
 func Validate(c *difftest.Case) error { return validate(c) }
 
 func validate(c *difftest.Case) error {
@@ -55,6 +68,9 @@ func validate(c *difftest.Case) error {
 	if x.Shape[1] < Dim {
 		return difftest.Inputf(NameX, nil, "row stride must be ≥ %d, got shape %v", Dim, x.Shape)
 	}
+	if err := checkSizes(n, x.Shape[1], NameX, NameX); err != nil {
+		return err
+	}
 	for _, t := range []*difftest.Tensor{w, b} {
 		if err := shape1(t, difftest.F32, Dim); err != nil {
 			return err
@@ -70,6 +86,9 @@ func validate(c *difftest.Case) error {
 	}
 	if freqs.Shape[0] < 1 || freqs.Shape[1] != RopeDim {
 		return difftest.Inputf(NameFreqs, nil, "shape must be [max_pos ≥ 1, %d], got %v", RopeDim, freqs.Shape)
+	}
+	if err := checkMaxPos(freqs.Shape[0], NameFreqs); err != nil {
+		return err
 	}
 	maxPos := int64(freqs.Shape[0])
 	for _, t := range []*difftest.Tensor{pos, loc} {
@@ -102,7 +121,62 @@ func validate(c *difftest.Case) error {
 		}
 		owner[v] = i
 	}
+	if err := checkFreqsRows(freqs, pos); err != nil {
+		return err
+	}
+	return checkCoverage(c, p, x, loc)
+}
+
+// checkFreqsRows requires the freqs row of every token's position to be
+// finite; the error names the first bad element.
+func checkFreqsRows(freqs, pos *difftest.Tensor) error {
+	seen := make(map[int64]bool)
+	for t := 0; t < pos.Len(); t++ {
+		row := pos.I64(t)
+		if seen[row] {
+			continue
+		}
+		seen[row] = true
+		for k := 0; k < RopeDim; k++ {
+			if v := float64(freqs.F32(int(row)*RopeDim + k)); math.IsNaN(v) || math.IsInf(v, 0) {
+				return difftest.Inputf(NameFreqs, []int{int(row), k}, "must be finite in every row a token reads (positions[%d] = %d), got %g", t, row, v)
+			}
+		}
+	}
 	return nil
+}
+
+// checkCoverage requires a case with written tokens to have at least one
+// whose value is specified (see Validate), unless its family is one of
+// the deliberately don't-care families.
+func checkCoverage(c *difftest.Case, p Params, x, loc *difftest.Tensor) error {
+	if families[c.Family].dontCareOK {
+		return nil
+	}
+	written, first, why := 0, -1, ""
+	var row [Dim]float64
+	stride := x.Shape[1]
+	for t := 0; t < loc.Len(); t++ {
+		if loc.I64(t) < 0 {
+			continue
+		}
+		written++
+		for i := range row {
+			row[i] = numeric.BF16ToF64(x.U16(t*stride + i))
+		}
+		dc := dontCare(p.Norm, &row)
+		if dc == "" {
+			return nil
+		}
+		if first < 0 {
+			first, why = t, dc
+		}
+	}
+	if written == 0 {
+		return nil
+	}
+	return difftest.Inputf(NameX, []int{first}, "every token with out_loc ≥ 0 is don't care (%d of %d; this one: %s), so the case would compare no value; "+
+		"give at least one written token finite values whose f32 sums fit (only the families nonfinite and bf16-max may be all don't care)", written, loc.Len(), why)
 }
 
 // shape1 checks a rank-1 tensor of dtype dt and length n.

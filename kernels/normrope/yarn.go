@@ -99,15 +99,16 @@ var yarnCache struct {
 // digest but not the contract (freqs is an input, never recomputed).
 //
 // Tables are cached per model, so repeated cases cost a copy; the result
-// is a fresh slice the caller may modify. maxPos must be in [1, 2^24] (a
-// v4 table of MaxPositions rows is 256 MiB).
+// is a fresh slice the caller may modify. maxPos must be in [1,
+// MaxPositions] (a v4 table of its full 1048576-position context is
+// 256 MiB).
 func FreqsTable(model string, maxPos int) ([]float32, error) {
 	y, err := YarnOf(model)
 	if err != nil {
 		return nil, err
 	}
-	if maxPos < 1 || maxPos > 1<<24 {
-		return nil, fmt.Errorf("freqs table: max_pos must be in [1, 2^24], got %d", maxPos)
+	if err := checkMaxPos(maxPos, "max_pos"); err != nil {
+		return nil, fmt.Errorf("freqs table: %w", err)
 	}
 	yarnCache.Lock()
 	defer yarnCache.Unlock()
