@@ -111,6 +111,10 @@ type Result struct {
 	Message string         `json:"message,omitempty"` // one line: which element, got, want
 	Metrics map[string]any `json:"metrics,omitempty"`
 	Worst   []Element      `json:"worst,omitempty"`
+	// Warnings are notes on a result that is not a failure, e.g. "no
+	// written token has a specified value: only the canaries were
+	// checked"; the runner copies them into the record.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Failed reports whether the result is a failure.

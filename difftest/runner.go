@@ -187,6 +187,7 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	out.Want = want
 	res := k.Check(c, got, want)
 	rec.Metrics, rec.Worst = res.Metrics, res.Worst
+	rec.Warnings = append(rec.Warnings, res.Warnings...)
 	if res.Failed() {
 		if rec.Verdict == VerdictFail {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("the comparison with the reference also fails (%s): %s", res.Class, res.Message))
