@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
@@ -62,6 +63,9 @@ func TestDigestsPinned(t *testing.T) {
 		{Kernel: KernelName, Family: "needle", Name: "pin/needle", Params: map[string]any{"K": int64(16), "P": int64(2), "lengths": ints(1000), "pages": "perm"}},
 		{Kernel: KernelName, Family: "specials", Name: "pin/specials", Params: map[string]any{"K": int64(4), "P": int64(1), "lengths": ints(33, 5), "pages": "large", "raw": false}},
 		{Kernel: KernelName, Family: "straddle", Name: "pin/straddle", Params: map[string]any{"K": int64(8), "P": int64(64), "lengths": ints(100), "batch": int64(3)}},
+		{Kernel: KernelName, Family: "pseudotie", Name: "pin/pseudotie-zeros", Params: map[string]any{"K": int64(8), "P": int64(4), "lengths": ints(9, 40), "band": "zeros"}},
+		{Kernel: KernelName, Family: "pseudotie", Name: "pin/pseudotie-subnormals", Params: map[string]any{"K": int64(8), "P": int64(4), "lengths": ints(9, 40), "band": "subnormals"}},
+		{Kernel: KernelName, Family: "pseudotie", Name: "pin/pseudotie-nans", Params: map[string]any{"K": int64(8), "P": int64(4), "lengths": ints(9, 40), "band": "nans", "above": int64(3)}},
 	}
 	var b strings.Builder
 	for _, spec := range specs {
@@ -192,6 +196,10 @@ func TestFamilies(t *testing.T) {
 			}
 			return nil
 		}},
+		{"pseudotie", base(map[string]any{"band": BandZeros}, 3000, 65, 10), pseudoTieCheck(K, BandZeros)},
+		{"pseudotie", base(map[string]any{"band": BandSubnormals}, 3000, 65, 10), pseudoTieCheck(K, BandSubnormals)},
+		{"pseudotie", base(map[string]any{"band": BandNaNs}, 3000, 65, 10), pseudoTieCheck(K, BandNaNs)},
+		{"pseudotie", base(map[string]any{"band": BandZeros, "above": int64(7)}, 3000, 65, 10), pseudoTieAbove(7, BandZeros)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.family, func(t *testing.T) {
@@ -213,6 +221,129 @@ func TestFamilies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pseudoTieCheck requires min(K/2, L) values above the band and the rest
+// in it, with both signs present in rows of ≥ 1000 band values.
+func pseudoTieCheck(K int, band string) func(*difftest.Case, int, []uint32) error {
+	return func(c *difftest.Case, b int, row []uint32) error {
+		return checkPseudoTieRow(row, min(K/2, len(row)), band)
+	}
+}
+
+// pseudoTieAbove is pseudoTieCheck with an explicit above count.
+func pseudoTieAbove(above int, band string) func(*difftest.Case, int, []uint32) error {
+	return func(c *difftest.Case, b int, row []uint32) error {
+		return checkPseudoTieRow(row, min(above, len(row)), band)
+	}
+}
+
+// inBand reports whether x is a value of band (pseudotie family).
+func inBand(band string, x uint32) bool {
+	mag := x & 0x7FFFFFFF
+	switch band {
+	case BandZeros:
+		return mag == 0
+	case BandSubnormals:
+		return mag < 0x00800000
+	case BandNaNs:
+		return mag > 0x7F800000
+	}
+	return false
+}
+
+func checkPseudoTieRow(row []uint32, above int, band string) error {
+	var n, neg, pos int
+	for _, x := range row {
+		switch {
+		case inBand(band, x):
+			if x&0x80000000 != 0 {
+				neg++
+			} else {
+				pos++
+			}
+		case band != BandNaNs && math.Float32frombits(x) < 0.5:
+			return fmt.Errorf("value %#08x neither in the %s band nor ≥ 0.5", x, band)
+		default:
+			n++
+		}
+	}
+	if n != above {
+		return fmt.Errorf("%d values above the band, want %d", n, above)
+	}
+	if len(row)-above >= 1000 && (neg < 400 || pos < 400) {
+		return fmt.Errorf("band of %d values has %d negative and %d positive", len(row)-above, neg, pos)
+	}
+	return nil
+}
+
+// TestPseudoTieSuites: in every pseudotie case of default and quick the
+// K-th value of a row lies in the band, and the case's rows put it in
+// every part of the band listed for its kind (both zeros; −subnormal, −0,
+// +0, +subnormal; −NaN and +NaN), so each pseudo-tie is met at the cut.
+func TestPseudoTieSuites(t *testing.T) {
+	parts := map[string][]string{
+		BandZeros:      {"-0", "+0"},
+		BandSubnormals: {"-sub", "-0", "+0", "+sub"},
+		BandNaNs:       {"-nan", "+nan"},
+	}
+	part := func(x uint32) string {
+		sign := "+"
+		if x&0x80000000 != 0 {
+			sign = "-"
+		}
+		switch mag := x & 0x7FFFFFFF; {
+		case mag == 0:
+			return sign + "0"
+		case mag < 0x00800000:
+			return sign + "sub"
+		case mag > 0x7F800000:
+			return sign + "nan"
+		}
+		return "outside"
+	}
+	for _, suite := range []string{"quick", "default"} {
+		n := 0
+		for _, spec := range loadSuite(t, suite) {
+			if spec.Family != "pseudotie" {
+				continue
+			}
+			n++
+			for seed := uint64(1); seed <= 3; seed++ {
+				c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := c.Params.(*Params)
+				band, _ := spec.Params["band"].(string)
+				seen := map[string]bool{}
+				var s scratch
+				for b := 0; b < p.Batch; b++ {
+					row := rowBits(c, b)
+					if len(row) <= p.K {
+						continue
+					}
+					keys := make([]uint32, len(row))
+					for i, x := range row {
+						keys[i] = numeric.Key32(x)
+					}
+					kth, _ := threshold(keys, p.K, &s)
+					seen[part(numeric.Key32Bits(kth))] = true
+				}
+				for _, want := range parts[band] {
+					if !seen[want] {
+						t.Errorf("%s %s seed %d: no row has its K-th value in %s (seen %v)", suite, spec.Name, seed, want, seen)
+					}
+				}
+				if seen["outside"] && band != BandNaNs {
+					t.Errorf("%s %s seed %d: a row's K-th value lies outside the band", suite, spec.Name, seed)
+				}
+			}
+		}
+		if n < 3 {
+			t.Errorf("%s: %d pseudotie cases, want one per band", suite, n)
+		}
 	}
 }
 
