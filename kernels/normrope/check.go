@@ -53,11 +53,30 @@ const ratioCap = 1e9
 //     "don't care" and skipped.
 //
 // A non-finite value where the reference is finite gives class NonFinite;
-// any other rejected value Mismatch. Metrics: tokens_checked,
-// tokens_dont_care, elements, mismatches, mismatch_fraction, max_ratio,
-// and max_ulp (BF16) or max_code_distance and scale_mismatches (FP8),
-// distances taken against want. Worst lists up to 8 elements by
-// tolerance ratio |got − exact| / allowed.
+// any other rejected value Mismatch.
+//
+// Tolerance ratio (Element.Ratio, metric max_ratio): for a stored value,
+// the smallest error of the pre-rounding value that explains it, over the
+// bound E allowed (ratioOf, roundRatio): 0 when the value is the rounding
+// of the exact result; in (0, 1] for an accepted neighbour, as the share
+// of E needed to reach the rounding midpoint; > 1 rejected. For the plain
+// FP8 scale, |got − exact| over the accepted half-interval on its side. So
+// a passing case's max_ratio says how much of the f32 error budget its
+// closest call used (a kernel equal to the reference shows 0).
+//
+// Metrics: tokens_written (out_loc ≥ 0), tokens_checked, tokens_dont_care,
+// elements, mismatches, mismatch_fraction, max_ratio, off_nearest
+// (accepted elements that are not the rounding of the exact value: the
+// neighbour next to a midpoint, at the edge of the accepted interval), and
+// max_ulp (BF16) or max_code_distance and scale_mismatches (FP8),
+// distances taken against want. Worst lists up to 8 elements by ratio.
+//
+// A case with written tokens none of which is checked compares no value.
+// Validate rejects such a case unless its family is one whose point is
+// don't-care tokens (nonfinite, bf16-max); there Check passes it with a
+// warning that only the canaries were checked, and fails any other such
+// case with class InvalidCase, so a case that compared nothing is never
+// reported as a plain pass.
 func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	in, err := load(c)
 	if err != nil {
@@ -81,9 +100,13 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 			if slot < 0 {
 				continue
 			}
+			tl.written++
 			in.analyze(t, &tb)
 			if tb.dc != "" {
 				tl.dontCare++
+				if tl.firstDC == "" {
+					tl.firstDC = fmt.Sprintf("token %d: %s", t, tb.dc)
+				}
 				continue
 			}
 			tl.tokens++
@@ -97,13 +120,16 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 		total.merge(tl)
 		mu.Unlock()
 	})
-	return total.result(in.p)
+	return total.result(in.p, families[c.Family].dontCareOK)
 }
 
 // tally accumulates a comparison.
 type tally struct {
-	tokens, dontCare   int
+	written, tokens    int
+	dontCare           int
+	firstDC            string // why the first don't-care token is, for messages
 	elements, mismatch int
+	offNearest         int
 	scaleMismatch      int
 	nonFinite          int
 	maxDist            int
@@ -121,8 +147,13 @@ type scored struct {
 func newTally() *tally { return &tally{} }
 
 func (t *tally) merge(o *tally) {
+	t.written += o.written
 	t.tokens += o.tokens
 	t.dontCare += o.dontCare
+	if t.firstDC == "" {
+		t.firstDC = o.firstDC
+	}
+	t.offNearest += o.offNearest
 	t.elements += o.elements
 	t.mismatch += o.mismatch
 	t.scaleMismatch += o.scaleMismatch
@@ -182,9 +213,11 @@ func (t *tally) record(token int, failed, nonFinite bool, ratio float64, mk func
 	t.note(scored{el: el, ratio: ratio, failed: failed, token: token})
 }
 
-func (t *tally) result(p Params) difftest.Result {
+func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
 	m := map[string]any{
+		"tokens_written":    t.written,
 		"tokens_checked":    t.tokens,
+		"off_nearest":       t.offNearest,
 		"tokens_dont_care":  t.dontCare,
 		"elements":          t.elements,
 		"mismatches":        t.mismatch,
@@ -205,6 +238,14 @@ func (t *tally) result(p Params) difftest.Result {
 		r.Worst = append(r.Worst, s.el)
 	}
 	if t.mismatch == 0 {
+		if t.written > 0 && t.tokens == 0 {
+			msg := fmt.Sprintf("no written token has a specified value (all %d don't care; %s): only the canaries were checked", t.written, t.firstDC)
+			if !dontCareOK {
+				r.Class, r.Message = difftest.InvalidCase, msg+", and the family is not one whose point is don't-care tokens"
+				return r
+			}
+			r.Warnings = append(r.Warnings, msg)
+		}
 		return r
 	}
 	r.Class = difftest.Mismatch
@@ -219,7 +260,8 @@ func (t *tally) result(p Params) difftest.Result {
 
 // ratioOf returns |v − x| over the distance from x to the farthest accepted
 // value on v's side of x (lo ≤ hi are the accepted ends); ratioCap when v
-// is NaN or nothing on that side is accepted.
+// is NaN or nothing on that side is accepted. It scores the plain FP8
+// scale, a value compared without a rounding grid of its own.
 func ratioOf(v, x, lo, hi float64) float64 {
 	if math.IsNaN(v) {
 		return ratioCap
@@ -238,6 +280,106 @@ func ratioOf(v, x, lo, hi float64) float64 {
 	return d / allowed
 }
 
+// roundRatio scores a stored value v of a rounding grid against the exact
+// pre-rounding value x and its error bound e > 0. rnd rounds to the grid
+// (RNE); down and up return v's neighbours below and above (±inf past the
+// ends). The values that round to v form an interval bounded by the
+// midpoints with its neighbours; the score is x's distance to that
+// interval over e: 0 when rnd(x) = v, the share of e needed to reach the
+// midpoint for a neighbour, ratioCap for NaN. near reports rnd(x) = v.
+func roundRatio(v, x, e float64, rnd, down, up func(float64) float64) (ratio float64, near bool) {
+	if math.IsNaN(v) {
+		return ratioCap, false
+	}
+	r := rnd(x)
+	if v == r {
+		return 0, true
+	}
+	var dist float64
+	if v > r { // x lies below the midpoint a with v's neighbour below
+		lo := down(v)
+		a := (lo + v) / 2
+		switch {
+		case math.IsInf(v, 1): // the overflow threshold: the largest value plus half its ULP
+			a = lo + (lo-down(lo))/2
+		case math.IsInf(lo, -1):
+			a = v - (up(v)-v)/2
+		}
+		dist = a - x
+	} else { // x lies above the midpoint b with v's neighbour above
+		hi := up(v)
+		b := (v + hi) / 2
+		switch {
+		case math.IsInf(v, -1):
+			b = hi - (up(hi)-hi)/2
+		case math.IsInf(hi, 1):
+			b = v + (v-down(v))/2
+		}
+		dist = x - b
+	}
+	if dist < 0 { // x exactly at the midpoint, resolved to the even side
+		dist = 0
+	}
+	return dist / e, false
+}
+
+// bf16Down and bf16Up return the bf16 neighbours of a bf16 value v.
+func bf16Down(v float64) float64 { return bf16Step(v, -1) }
+func bf16Up(v float64) float64   { return bf16Step(v, 1) }
+
+func bf16Step(v float64, dir int) float64 {
+	if v == 0 {
+		return float64(dir) * numeric.BF16ToF64(0x0001)
+	}
+	b := numeric.BF16FromF64(v)
+	if (v > 0) == (dir > 0) {
+		b++ // away from zero
+	} else {
+		b--
+	}
+	return numeric.BF16ToF64(b)
+}
+
+func bf16Round(x float64) float64 { return numeric.BF16ToF64(numeric.BF16FromF64(x)) }
+
+// e4m3Down and e4m3Up return the e4m3fn neighbours of an e4m3 value v;
+// past ±448 they return ±inf (saturation sends everything beyond to ±448).
+func e4m3Down(v float64) float64 { return e4m3Step(v, -1) }
+func e4m3Up(v float64) float64   { return e4m3Step(v, 1) }
+
+func e4m3Step(v float64, dir int) float64 {
+	if v == 0 {
+		return float64(dir) * float64(numeric.E4M3ToF32(0x01))
+	}
+	c := numeric.E4M3FromF64(v)
+	mag := c & 0x7F
+	if (v > 0) == (dir > 0) {
+		if mag == 0x7E {
+			return math.Inf(dir)
+		}
+		mag++
+	} else {
+		mag--
+	}
+	return float64(numeric.E4M3ToF32(c&0x80 | mag))
+}
+
+func e4m3Round(x float64) float64 { return float64(numeric.E4M3ToF32(numeric.E4M3FromF64(x))) }
+
+// scoreRound applies roundRatio and keeps it consistent with the verdict
+// (ratio ≤ 1 for an accepted value, > 1 for a rejected one, whatever the
+// last bit of the f64 arithmetic), and counts off-nearest acceptances.
+func (t *tally) scoreRound(v, x, e float64, failed bool, rnd, down, up func(float64) float64) float64 {
+	ratio, near := roundRatio(v, x, e, rnd, down, up)
+	if failed {
+		return math.Max(ratio, math.Nextafter(1, 2))
+	}
+	if !near {
+		t.offNearest++
+	}
+	return math.Min(ratio, 1)
+}
+
 func checkBF16(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally) {
 	at, _ := slotBytes(p, slot)
 	for k := 0; k < Dim; k++ {
@@ -254,7 +396,8 @@ func checkBF16(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tall
 		} else if d < 0 {
 			tl.maxDist = max(tl.maxDist, 1<<16)
 		}
-		tl.record(t, failed, nonFinite, ratioOf(v, z, lo, hi), func() difftest.Element {
+		ratio := tl.scoreRound(v, z, e, failed, bf16Round, bf16Down, bf16Up)
+		tl.record(t, failed, nonFinite, ratio, func() difftest.Element {
 			return difftest.Element{
 				Tensor: NameCache,
 				Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, k),
@@ -316,7 +459,8 @@ func checkFP8(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 		} else if d < 0 {
 			tl.maxDist = max(tl.maxDist, 256)
 		}
-		tl.record(t, failed, nonFinite, ratioOf(v, q, lo, hi), func() difftest.Element {
+		ratio := tl.scoreRound(v, q, eq, failed, e4m3Round, e4m3Down, e4m3Up)
+		tl.record(t, failed, nonFinite, ratio, func() difftest.Element {
 			return difftest.Element{
 				Tensor: NameCache,
 				Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, k),

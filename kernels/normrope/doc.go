@@ -24,14 +24,37 @@
 //     double rounding, which are never more than one step off. Near zero E_k
 //     spans several ULPs: the absolute floor of DESIGN.md §4.
 //   - LayerNorm variance: the bound covers two-pass and Welford variances,
-//     as PyTorch's layer_norm and the DeepSeek kernels compute them; a
-//     one-pass E[x²] − mean² cancels badly when |mean| ≫ std and can fall
-//     outside it.
+//     as PyTorch's layer_norm and the DeepSeek kernels compute them. The
+//     mean's error is one shift common to all 128 dims and is carried as a
+//     vector through RoPE and the Hadamard (bound.go), so the bound grows
+//     as |mean|/std while a one-pass E[x²] − mean² errs as (|mean|/std)²:
+//     the "large-mean" family (|mean|/std about 2^7 to 2^11, the most the
+//     bf16 grid allows) fails a one-pass kernel in every LayerNorm case of
+//     the default and quick suites, and passes two-pass and Welford ones.
+//   - Tolerance ratio: the error a stored value needs before rounding, over
+//     the bound (Check): 0 for the rounding of the exact value, at most 1
+//     when accepted, so a passing case's max_ratio is its margin;
+//     off_nearest counts accepted neighbours of the nearest rounding.
 //   - FP8: codes are e4m3fn(z / s) with the exact scale s, the scale is
 //     stored as f32(s); the amax floor is the f32 constant 1e-4f.
 //   - Don't care: tokens with NaN/inf inputs, or whose f32 sums (Σx²;
 //     Σ|x| and Σ(x − mean)² for LayerNorm) can overflow in some summation
-//     order, are skipped by Check; their slots are still in Written.
+//     order, are skipped by Check; their slots are still in Written. A case
+//     that writes tokens must check at least one (Validate), except in the
+//     families made of don't-care tokens (nonfinite, bf16-max): there an
+//     all-don't-care case passes on its canaries with a warning. A case
+//     where no token writes is a canary-only case and is valid.
+//   - Model constants must be finite: weight, bias, and the freqs rows the
+//     tokens read (a NaN row is rejected, not turned into don't care).
+//   - Sizes: N ≤ 2^22, x_stride ≤ 2^16, x ≤ 1 GiB, max_pos ≤ 2^21, P ≤ 2^16,
+//     cache ≤ 1 GiB (limits.go), checked before anything is allocated, for
+//     suites and captures alike, with overflow-free arithmetic.
+//   - eps is checked as given (suite number, capture JSON text) before its
+//     f32 rounding: it must be a positive normal f32. The BF16 store takes
+//     scale_fmt "plain" only (ue8m0 is an FP8 scale format).
+//   - Preset label: Params.Preset names the preset the configuration
+//     equals exactly (switches, eps, model; P and num_pages free), and is
+//     empty otherwise; a capture whose label disagrees is rejected.
 //   - YaRN: the ramp is always applied (the deployed configurations have
 //     max_seq_len > original_seq_len). The "positions" family uses V3.2's
 //     whole 163840-row table but V4's first 262144 rows (64 MiB) by
