@@ -139,12 +139,13 @@ func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *che
 		}
 		for j := 0; j < K; j++ {
 			x := t.I32(b*K + j)
-			name, idx := entry(t, b, j)
 			if j < n && x == -1 {
+				name, idx := entry(t, b, j)
 				r.offend(rulePadding, difftest.Element{Tensor: name, Index: idx, Got: "-1", Want: fmt.Sprintf("a pick (entry < min(K, L) = %d)", n)},
 					b, "%s[%d][%d] = -1 inside the first min(K, L) = %d entries (L = %d)", t.Name, b, j, n, L)
 			}
 			if j >= n && x != -1 {
+				name, idx := entry(t, b, j)
 				r.offend(rulePadding, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(x), Want: fmt.Sprintf("-1 (entry ≥ min(K, L) = %d)", n)},
 					b, "%s[%d][%d] = %d past the first min(K, L) = %d entries must be -1 (L = %d)", t.Name, b, j, x, n, L)
 			}
