@@ -9,7 +9,7 @@ DIFFTEST_ARGS ?=
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels test gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels test emu emu-faults gotest difftest selftest bench gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -21,8 +21,20 @@ kernels:
 	scripts/build-kernels $(BUILD)
 
 # The test command of README.md: builds the kernels (nvcc from pinned
-# wheels, spill check), sets up the Python test tools, runs every Go test.
-test: kernels gotest
+# wheels, spill check), runs the CUDA source on the CPU emulator against the
+# contracts and through the harness (quick suite), sets up the Python test
+# tools, runs every Go test.
+test: kernels emu gotest
+
+# The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
+# and the quick suite through the harness via the exec protocol.
+emu:
+	scripts/test-kernels-emu --harness $(BUILD)/emu
+
+# Every fault build of kernels/faults.txt, emulated, must fail its contract
+# test (the GPU selftest's CPU counterpart; about a minute of compiling).
+emu-faults:
+	scripts/test-kernels-emu --faults $(BUILD)/emu
 
 gotest:
 	scripts/setup-pytools
