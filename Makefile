@@ -15,7 +15,7 @@ all: $(BUILD)/difftest kernels
 
 $(BUILD)/difftest: FORCE
 	@mkdir -p $(BUILD)
-	$(GO) build $(GOLDFLAGS) -o $@ ./cmd/difftest
+	$(GO) build -buildvcs=auto $(GOLDFLAGS) -o $@ ./cmd/difftest
 
 kernels:
 	scripts/build-kernels $(BUILD)
