@@ -67,37 +67,14 @@ func Mutants() []difftest.Mutant {
 	return ms
 }
 
-// runMutant is the reference's row loop with fault f applied.
+// runMutant is the reference's row loop (runRows) with fault f applied.
 func runMutant(c *difftest.Case, outs []*difftest.Tensor, f fault) error {
-	v, err := newView(c)
-	if err != nil {
-		return err
-	}
-	page, raw, err := outputs(c, v.p, outs)
-	if err != nil {
-		return err
-	}
-	K := v.p.K
-	return parallelRows(v.p.Batch, func(s *scratch, b int) error {
-		pos := v.mutantRow(b, f, s)
+	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
 		tb := b
 		if f == faultPageRow0 {
 			tb = 0
 		}
-		for j, i := range pos {
-			sl := int64(i)
-			switch {
-			case i == -1 || i == math.MinInt32:
-				// −1 padding, or garbage passed through unchanged
-			case int(i)>>v.shift < v.p.MaxPages:
-				sl = v.slot(tb, int(i))
-			}
-			page.SetI32(b*K+j, int32(sl))
-			if raw != nil {
-				raw.SetI32(b*K+j, i)
-			}
-		}
-		return nil
+		return v.mutantRow(b, f, s), tb
 	})
 }
 

@@ -54,6 +54,37 @@ type scratch struct {
 // reference is Reference with the selection algorithm as a parameter, so
 // tests can run the plain full sort (selectSort) against the radix path.
 func reference(c *difftest.Case, outs []*difftest.Tensor, sel selectFunc) error {
+	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
+		s.idx = grow(s.idx, v.p.K)
+		pos := s.idx
+		L := v.length(b)
+		if L <= v.p.K {
+			for j := range pos {
+				pos[j] = -1
+				if j < L {
+					pos[j] = int32(j)
+				}
+			}
+		} else {
+			s.keys = v.keys(b, L, s.keys)
+			sel(s.keys, v.p.K, pos, s)
+		}
+		return pos, b
+	})
+}
+
+// rowFunc returns the K raw entries of row b (−1 where nothing is picked)
+// and the page-table row that translates them: b for the reference, another
+// row only for a mutant that models a wrong page-table row.
+type rowFunc func(v *view, b int, s *scratch) (pos []int32, tb int)
+
+// runRows is the row loop shared by the reference and the mutants: it
+// validates c, checks outs, and for every row b writes the entries of row
+// to raw_indices (when returned) and their slots through page_table row tb
+// to page_indices. A negative entry (the −1 padding, or a mutant's garbage)
+// and a position past the page table (only mutants read past L) are
+// written to page_indices unchanged.
+func runRows(c *difftest.Case, outs []*difftest.Tensor, row rowFunc) error {
 	v, err := newView(c)
 	if err != nil {
 		return err
@@ -64,29 +95,16 @@ func reference(c *difftest.Case, outs []*difftest.Tensor, sel selectFunc) error 
 	}
 	K := v.p.K
 	return parallelRows(v.p.Batch, func(s *scratch, b int) error {
-		s.idx = grow(s.idx, K)
-		pos := s.idx
-		L := v.length(b)
-		if L <= K {
-			for j := range pos {
-				pos[j] = -1
-				if j < L {
-					pos[j] = int32(j)
-				}
-			}
-		} else {
-			s.keys = v.keys(b, L, s.keys)
-			sel(s.keys, K, pos, s)
-		}
+		pos, tb := row(v, b, s)
 		for j, i := range pos {
+			sl := int64(i)
+			if i >= 0 && int(i)>>v.shift < v.p.MaxPages {
+				sl = v.slot(tb, int(i))
+			}
+			page.SetI32(b*K+j, int32(sl))
 			if raw != nil {
 				raw.SetI32(b*K+j, i)
 			}
-			sl := int32(-1)
-			if i >= 0 {
-				sl = int32(v.slot(b, int(i)))
-			}
-			page.SetI32(b*K+j, sl)
 		}
 		return nil
 	})
