@@ -47,8 +47,15 @@ func packers() map[string]packer {
 	}
 }
 
-// need returns the tensor with that name after checking dtype and rank.
-func need(ts map[string]devTensor, name string, dtype difftest.DType, rank int) (devTensor, error) {
+// axis pins dimension i of a tensor to want; what names want in the error.
+type axis struct {
+	i, want int
+	what    string
+}
+
+// need returns the tensor with that name after checking dtype, rank and
+// then each pinned axis, in order.
+func need(ts map[string]devTensor, name string, dtype difftest.DType, rank int, axes ...axis) (devTensor, error) {
 	t, ok := ts[name]
 	if !ok {
 		return devTensor{}, difftest.Inputf(name, nil, "missing from the case")
@@ -59,7 +66,22 @@ func need(ts map[string]devTensor, name string, dtype difftest.DType, rank int) 
 	if len(t.Shape) != rank {
 		return t, difftest.Inputf(name, nil, "rank must be %d, got shape %v", rank, t.Shape)
 	}
+	for _, a := range axes {
+		if err := dim(t, name, a.i, a.want, a.what); err != nil {
+			return t, err
+		}
+	}
 	return t, nil
+}
+
+// optional is need for a tensor the case may leave out: when it is
+// absent, present is false and ptr is 0 (NULL to the kernel).
+func optional(ts map[string]devTensor, name string, dtype difftest.DType, rank int, axes ...axis) (ptr cuda.DevicePtr, present bool, err error) {
+	if _, present = ts[name]; !present {
+		return 0, false, nil
+	}
+	t, err := need(ts, name, dtype, rank, axes...)
+	return t.Ptr, true, err
 }
 
 // dim checks one dimension against its expected value.

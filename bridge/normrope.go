@@ -139,48 +139,28 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 	if xStride < 128 {
 		return launch{}, difftest.Inputf("x", nil, "row stride (dimension 1) must be ≥ 128, got %d", xStride)
 	}
-	weight, err := need(ts, "weight", difftest.F32, 1)
+	key := axis{0, 128, "the key width"}
+	weight, err := need(ts, "weight", difftest.F32, 1, key)
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(weight, "weight", 0, 128, "the key width"); err != nil {
+	biasPtr, present, err := optional(ts, "bias", difftest.F32, 1, key)
+	if err != nil {
 		return launch{}, err
 	}
-	var biasPtr cuda.DevicePtr
-	if _, present := ts["bias"]; present {
-		bias, err := need(ts, "bias", difftest.F32, 1)
-		if err != nil {
-			return launch{}, err
-		}
-		if err := dim(bias, "bias", 0, 128, "the key width"); err != nil {
-			return launch{}, err
-		}
-		biasPtr = bias.Ptr
-	} else if p.Norm == "layer" {
+	if !present && p.Norm == "layer" {
 		return launch{}, difftest.Inputf("bias", nil, "LayerNorm needs a bias tensor")
 	}
-	freqs, err := need(ts, "freqs", difftest.F32, 2)
+	freqs, err := need(ts, "freqs", difftest.F32, 2, axis{1, 64, "32 (cos, sin) pairs"})
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(freqs, "freqs", 1, 64, "32 (cos, sin) pairs"); err != nil {
-		return launch{}, err
-	}
-	positions, err := need(ts, "positions", difftest.I64, 1)
+	tokens := axis{0, n, "N (rows of x)"}
+	positions, err := need(ts, "positions", difftest.I64, 1, tokens)
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(positions, "positions", 0, n, "N (rows of x)"); err != nil {
-		return launch{}, err
-	}
-	outLoc, err := need(ts, "out_loc", difftest.I64, 1)
-	if err != nil {
-		return launch{}, err
-	}
-	if err := dim(outLoc, "out_loc", 0, n, "N (rows of x)"); err != nil {
-		return launch{}, err
-	}
-	cache, err := need(ts, "cache", difftest.U8, 2)
+	outLoc, err := need(ts, "out_loc", difftest.I64, 1, tokens)
 	if err != nil {
 		return launch{}, err
 	}
@@ -188,7 +168,8 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 	if p.Store == "bf16" {
 		pageBytes = 256 * p.PageSize
 	}
-	if err := dim(cache, "cache", 1, pageBytes, "page bytes for store "+p.Store+" and P"); err != nil {
+	cache, err := need(ts, "cache", difftest.U8, 2, axis{1, pageBytes, "page bytes for store " + p.Store + " and P"})
+	if err != nil {
 		return launch{}, err
 	}
 	if p.NumPages != 0 {

@@ -89,43 +89,25 @@ func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 		return launch{}, err
 	}
 	batch, stride := scores.Shape[0], scores.Shape[1]
-	seqLens, err := need(ts, "seq_lens", difftest.I32, 1)
+	rows := axis{0, batch, "batch (rows of scores)"}
+	seqLens, err := need(ts, "seq_lens", difftest.I32, 1, rows)
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(seqLens, "seq_lens", 0, batch, "batch (rows of scores)"); err != nil {
-		return launch{}, err
-	}
-	table, err := need(ts, "page_table", difftest.I32, 2)
+	table, err := need(ts, "page_table", difftest.I32, 2, rows)
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(table, "page_table", 0, batch, "batch (rows of scores)"); err != nil {
-		return launch{}, err
-	}
-	out, err := need(ts, "page_indices", difftest.I32, 2)
+	outShape := []axis{{0, batch, "batch"}, {1, p.K, "K"}}
+	out, err := need(ts, "page_indices", difftest.I32, 2, outShape...)
 	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(out, "page_indices", 0, batch, "batch"); err != nil {
+	rawPtr, present, err := optional(ts, "raw_indices", difftest.I32, 2, outShape...)
+	if err != nil {
 		return launch{}, err
 	}
-	if err := dim(out, "page_indices", 1, p.K, "K"); err != nil {
-		return launch{}, err
-	}
-	var rawPtr cuda.DevicePtr
-	if r, present := ts["raw_indices"]; present {
-		if r, err = need(ts, "raw_indices", difftest.I32, 2); err != nil {
-			return launch{}, err
-		}
-		if err := dim(r, "raw_indices", 0, batch, "batch"); err != nil {
-			return launch{}, err
-		}
-		if err := dim(r, "raw_indices", 1, p.K, "K"); err != nil {
-			return launch{}, err
-		}
-		rawPtr = r.Ptr
-	} else if p.ReturnRaw {
+	if !present && p.ReturnRaw {
 		return launch{}, difftest.Inputf("raw_indices", nil, "params ask for raw indices (return_raw) but the case has no such output")
 	}
 	if batch > math.MaxInt32 {
