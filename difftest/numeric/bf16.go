@@ -41,19 +41,7 @@ func BF16FromF32(f float32) uint16 {
 // exactly rounded, ±0 keep their sign, ±inf map to ±inf, every NaN becomes
 // 0x7FC0 with f's sign bit.
 func BF16FromF64(f float64) uint16 {
-	b := math.Float64bits(f)
-	sign := uint16(b>>48) & 0x8000
-	switch {
-	case math.IsNaN(f):
-		return sign | bf16QNaN
-	case math.IsInf(f, 0):
-		return sign | bf16Inf
-	}
-	enc, _ := roundF64(f, 7, -126)
-	if enc >= bf16Inf {
-		enc = bf16Inf
-	}
-	return sign | uint16(enc)
+	return uint16(ieeeFromF64(f, 8, 7))
 }
 
 // BF16ToF32 returns the binary32 value of bfloat16 bits b; exact for every

@@ -6,11 +6,6 @@ package numeric
 
 import "math"
 
-const (
-	f16Inf  = 0x7C00 // +inf; −inf is 0xFC00
-	f16QNaN = 0x7E00 // the quiet NaN produced for every NaN input (sign kept)
-)
-
 // F16FromF64 converts f to binary16 bits with one round-to-nearest-even
 // from the exact binary64 value. |f| ≥ 65520 (the midpoint between the
 // largest finite 65504 and 2^16) rounds to ±inf; results below 2^-14 are
@@ -18,19 +13,7 @@ const (
 // their sign; ±inf map to ±inf (0x7C00, 0xFC00); every NaN becomes the
 // quiet NaN 0x7E00 with f's sign bit (the payload is not kept).
 func F16FromF64(f float64) uint16 {
-	b := math.Float64bits(f)
-	sign := uint16(b>>48) & 0x8000
-	switch {
-	case math.IsNaN(f):
-		return sign | f16QNaN
-	case math.IsInf(f, 0):
-		return sign | f16Inf
-	}
-	enc, _ := roundF64(f, 10, -14)
-	if enc >= f16Inf {
-		enc = f16Inf
-	}
-	return sign | uint16(enc)
+	return uint16(ieeeFromF64(f, 5, 10))
 }
 
 // F16FromF32 converts f to binary16 bits; it is F16FromF64(float64(f)),

@@ -62,3 +62,24 @@ func roundF64(f float64, p uint, emin int) (enc uint64, sign uint64) {
 	// formula.
 	return uint64(x-emin)<<p + q, sign
 }
+
+// ieeeFromF64 converts f to the bits of the IEEE 754 binary format with we
+// exponent bits and p stored fraction bits (sign in bit we+p; we+p < 64):
+// one round-to-nearest-even from the exact binary64 value (roundF64).
+// Results at or beyond the format's infinity, and ±inf, give ±inf; ±0 and
+// subnormals keep their sign; every NaN becomes the quiet NaN (exponent all
+// ones, only the top fraction bit set) with f's sign bit.
+func ieeeFromF64(f float64, we, p uint) uint64 {
+	inf := (uint64(1)<<we - 1) << p
+	var enc uint64
+	switch {
+	case math.IsNaN(f):
+		enc = inf | 1<<(p-1)
+	case math.IsInf(f, 0):
+		enc = inf
+	default:
+		enc, _ = roundF64(f, p, 2-1<<(we-1))
+		enc = min(enc, inf)
+	}
+	return math.Float64bits(f)>>63<<(we+p) | enc
+}
