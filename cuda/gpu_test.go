@@ -60,7 +60,7 @@ func TestGPUDescribe(t *testing.T) {
 	if info.UUID == "" || info.DriverVersion == "" {
 		t.Errorf("NVML gave no UUID or driver version: %v", info.Warnings)
 	}
-	t.Logf("event timer bound as %s", ElapsedSymbol())
+	t.Logf("event timer bound as %s", ElapsedSymbol(drv))
 }
 
 // The whole path once: context, memory, module from PTX, launch with

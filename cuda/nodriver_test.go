@@ -67,15 +67,15 @@ func TestMissingSymbol(t *testing.T) {
 	if _, err := os.Stat("/lib/x86_64-linux-gnu/libc.so.6"); err != nil {
 		t.Skip("libc.so.6 not at the Debian amd64 path")
 	}
-	_, err := OpenLibrary("libc.so.6")
+	drv, err := OpenLibrary("libc.so.6")
 	if !errors.Is(err, ErrNoDriver) || !errors.Is(err, ErrMissingSymbol) {
 		t.Fatalf("got %v, want ErrNoDriver and ErrMissingSymbol", err)
 	}
 	if !strings.Contains(err.Error(), "cuInit") {
 		t.Errorf("error %q does not name the first missing entry point, cuInit", err)
 	}
-	if ElapsedSymbol() != "" {
-		t.Errorf("ElapsedSymbol = %q after a failed open", ElapsedSymbol())
+	if s := ElapsedSymbol(drv); s != "" {
+		t.Errorf("ElapsedSymbol = %q after a failed open", s)
 	}
 }
 
@@ -95,7 +95,7 @@ func TestOpenReal(t *testing.T) {
 	if err != nil || v < 12000 {
 		t.Fatalf("Version = %d, %v", v, err)
 	}
-	if s := ElapsedSymbol(); s != "cuEventElapsedTime_v2" && s != "cuEventElapsedTime" {
+	if s := ElapsedSymbol(drv); s != "cuEventElapsedTime_v2" && s != "cuEventElapsedTime" {
 		t.Errorf("ElapsedSymbol = %q", s)
 	}
 }
