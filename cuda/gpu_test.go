@@ -7,11 +7,15 @@
 package cuda
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // storePTX is a one-thread kernel: *(u32*)p = v. Hand-written PTX that
@@ -63,12 +67,13 @@ func TestGPUDescribe(t *testing.T) {
 	t.Logf("event timer bound as %s", ElapsedSymbol(drv))
 }
 
-// The whole path once: context, memory, module from PTX, launch with
-// by-value arguments, events; then a sticky illegal address, last.
-func TestGPURoundTripThenIllegalAddress(t *testing.T) {
+// storeKernel makes device 0's primary context current on the calling
+// thread (locked to it until the test ends), loads storePTX and returns
+// the module and its kd_store.
+func storeKernel(t *testing.T, drv Driver) (Module, Function) {
+	t.Helper()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	drv := openGPU(t)
+	t.Cleanup(runtime.UnlockOSThread)
 	dev, err := drv.Device(0)
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +82,35 @@ func TestGPURoundTripThenIllegalAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer drv.PrimaryCtxRelease(dev)
+	t.Cleanup(func() { _ = drv.PrimaryCtxRelease(dev) })
 	if err := drv.CtxSetCurrent(ctx); err != nil {
 		t.Fatal(err)
 	}
+	mod, err := drv.ModuleLoadData([]byte(storePTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drv.ModuleUnload(mod) })
+	fn, err := drv.ModuleGetFunction(mod, "kd_store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, fn
+}
+
+// storeArgs packs kd_store's parameters (u64 p, u32 v).
+func storeArgs(ptr DevicePtr, v uint32) [][]byte {
+	a, b := make([]byte, 8), make([]byte, 4)
+	binary.LittleEndian.PutUint64(a, uint64(ptr))
+	binary.LittleEndian.PutUint32(b, v)
+	return [][]byte{a, b}
+}
+
+// The whole path once: context, memory, module from PTX, launch with
+// by-value arguments, events.
+func TestGPURoundTrip(t *testing.T) {
+	drv := openGPU(t)
+	mod, fn := storeKernel(t, drv)
 	p, err := drv.MemAlloc(64)
 	if err != nil {
 		t.Fatal(err)
@@ -95,30 +125,18 @@ func TestGPURoundTripThenIllegalAddress(t *testing.T) {
 	if err := drv.MemsetD8(p+32, 0xEE, 8); err != nil {
 		t.Fatal(err)
 	}
-	mod, err := drv.ModuleLoadData([]byte(storePTX))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := drv.ModuleGetFunction(mod, "kd_store")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := drv.ModuleGetFunction(mod, "kd_absent"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing entry point: %v, want ErrNotFound", err)
 	}
 	start, _ := drv.EventCreate()
 	stop, _ := drv.EventCreate()
-	arg := func(ptr DevicePtr, v uint32) [][]byte {
-		a, b := make([]byte, 8), make([]byte, 4)
-		binary.LittleEndian.PutUint64(a, uint64(ptr))
-		binary.LittleEndian.PutUint32(b, v)
-		return [][]byte{a, b}
-	}
+	defer drv.EventDestroy(start)
+	defer drv.EventDestroy(stop)
 	one := Dim3{1, 1, 1}
 	if err := drv.EventRecord(start); err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.LaunchKernel(fn, one, one, 0, arg(p+4, 0xDEADBEEF)...); err != nil {
+	if err := drv.LaunchKernel(fn, one, one, 0, storeArgs(p+4, 0xDEADBEEF)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := drv.EventRecord(stop); err != nil {
@@ -146,12 +164,55 @@ func TestGPURoundTripThenIllegalAddress(t *testing.T) {
 	if err := drv.MemFree(p); err != nil {
 		t.Fatal(err)
 	}
-	// A store to an unmapped address: CUDA_ERROR_ILLEGAL_ADDRESS at the
-	// next sync, and sticky. This poisons the context: keep it last.
-	if err := drv.LaunchKernel(fn, one, one, 0, arg(0x10, 1)...); err != nil {
+}
+
+// envChild names the part a re-executed test binary runs.
+const envChild = "KD_CUDA_TEST_CHILD"
+
+// A store to an unmapped address is CUDA_ERROR_ILLEGAL_ADDRESS at the next
+// sync, sticky, and named by the driver. The fault poisons the whole
+// process, so it runs in a child (this binary re-executed for
+// TestGPUIllegalAddressChild alone), and this process's context is shown
+// to be unharmed afterwards, whatever order the tests run in.
+func TestGPUIllegalAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestGPUIllegalAddressChild$", "-test.v")
+	cmd.Env = append(os.Environ(), envChild+"=illegal-address")
+	out, err := cmd.CombinedOutput()
+	t.Logf("child:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestGPUIllegalAddressChild") {
+		t.Fatalf("the illegal-address child failed: %v", err)
+	}
+	drv := openGPU(t)
+	_, fn := storeKernel(t, drv)
+	p, err := drv.MemAlloc(4)
+	if err != nil {
+		t.Fatalf("this process's context after the child's fault: %v", err)
+	}
+	defer drv.MemFree(p)
+	one := Dim3{1, 1, 1}
+	if err := drv.LaunchKernel(fn, one, one, 0, storeArgs(p, 7)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.CtxSynchronize(); err != nil {
+		t.Fatalf("sync in this process after the child's fault: %v", err)
+	}
+}
+
+// TestGPUIllegalAddressChild is TestGPUIllegalAddress's child; it runs
+// only when re-executed with KD_CUDA_TEST_CHILD=illegal-address.
+func TestGPUIllegalAddressChild(t *testing.T) {
+	if os.Getenv(envChild) != "illegal-address" {
+		t.Skip("runs only as TestGPUIllegalAddress's child process")
+	}
+	drv := openGPU(t)
+	_, fn := storeKernel(t, drv)
+	one := Dim3{1, 1, 1}
+	if err := drv.LaunchKernel(fn, one, one, 0, storeArgs(0x10, 1)...); err != nil {
 		t.Fatalf("launch: %v", err)
 	}
-	err = drv.CtxSynchronize()
+	err := drv.CtxSynchronize()
 	if !errors.Is(err, ErrIllegalAddress) || !Code(err).Sticky() {
 		t.Fatalf("sync after a bad store: %v, want sticky ErrIllegalAddress", err)
 	}
