@@ -5,10 +5,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"encoding/gob"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -163,6 +166,13 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "fake-misnumbered":
+		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
+		if err := serveMisnumbered(req, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	default:
 		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
 		drv := newFake(mode)
@@ -178,5 +188,35 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+}
+
+// serveMisnumbered is a worker on the fake device that breaks the
+// protocol on purpose: a case whose id contains "misnumbered" gets an
+// error reply numbered for the next request; other cases run normally.
+func serveMisnumbered(r io.Reader, w io.Writer) error {
+	wk := &worker{drv: newFake("fake"), packers: testPackers(), funcs: map[string]cuda.Function{}}
+	enc := gob.NewEncoder(w)
+	desc, props, err := wk.open([]byte("fake fatbin"), 0)
+	if err != nil {
+		return err
+	}
+	if err := enc.Encode(reply{Device: desc, Props: props}); err != nil {
+		return err
+	}
+	dec := gob.NewDecoder(r)
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			return nil
+		}
+		rep := wk.run(&req)
+		rep.Seq = req.Seq
+		if strings.Contains(req.CaseID, "misnumbered") {
+			rep = reply{Seq: req.Seq + 1, Class: difftest.LaunchError, Msg: "an answer to another request"}
+		}
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
 	}
 }

@@ -272,16 +272,18 @@ func (im *Impl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, ou
 			im.w = nil
 			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker died: " + w.death()}
 		}
+		// A reply to another request (an error reply included) means the
+		// two sides disagree on the stream: nothing it says can be trusted.
+		if r.Seq != req.Seq || (r.Class == difftest.Pass && len(r.Outputs) != len(outs)) {
+			w.kill()
+			im.w = nil
+			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("GPU worker protocol error: reply %d (%s) with %d outputs to request %d with %d", r.Seq, replyClass(r), len(r.Outputs), req.Seq, len(outs))}
+		}
 		if r.Sticky {
 			im.retire(w)
 		}
 		if r.Class != difftest.Pass {
 			return difftest.RunInfo{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
-		}
-		if r.Seq != req.Seq || len(r.Outputs) != len(outs) {
-			w.kill()
-			im.w = nil
-			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("GPU worker protocol error: reply %d with %d outputs to request %d with %d", r.Seq, len(r.Outputs), req.Seq, len(outs))}
 		}
 		for i, o := range outs {
 			if len(r.Outputs[i]) != len(o.Full) {
@@ -299,6 +301,14 @@ func (im *Impl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, ou
 		im.w = nil
 		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed"}
 	}
+}
+
+// replyClass names a reply's class for messages ("pass" when empty).
+func replyClass(r reply) string {
+	if r.Class == difftest.Pass {
+		return "pass"
+	}
+	return string(r.Class)
 }
 
 // retire waits for a worker that announced a lost context to exit, and

@@ -235,3 +235,33 @@ func TestRealWorkerWithoutDriver(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// An error reply numbered for another request is a protocol error: the
+// case fails as a crash, the worker is dropped, and the next case runs on
+// a fresh one. (Taking the error at its word would pin the failure on
+// the wrong case and keep a worker whose stream is out of step.)
+func TestMisnumberedReply(t *testing.T) {
+	im, err := newImpl(time.Minute, spawnTest("fake-misnumbered"), testPackers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	c := copyCase("misnumbered", faultNone, 64)
+	_, err = im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.Crash || !strings.Contains(re.Msg, "protocol error: reply 2 (launch-error)") {
+		t.Fatalf("got %v, want a crash: protocol error naming reply 2", err)
+	}
+	if im.w != nil {
+		t.Error("the worker out of step is still in use")
+	}
+	c = copyCase("after", faultNone, 64)
+	bufs := difftest.NewBuffers(c, difftest.PoisonA)
+	if _, err := im.Run(context.Background(), nil, c, bufs); err != nil {
+		t.Fatal(err)
+	}
+	checkCopy(t, c, bufs[0], difftest.PoisonA)
+	if im.starts != 2 {
+		t.Errorf("%d workers started, want 2", im.starts)
+	}
+}
