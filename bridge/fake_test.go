@@ -31,6 +31,8 @@ const (
 	faultLaunch    = 4 // CUDA_ERROR_LAUNCH_FAILED (sticky) at the sync
 	faultMisalign  = 5 // CUDA_ERROR_MISALIGNED_ADDRESS: also illegal-address
 	faultNoEntry   = 6 // asks for an entry point the module lacks
+	faultUnknown   = 7 // CUDA_ERROR_UNKNOWN at the sync, and the context is lost (not a code Result.Sticky lists)
+	faultOutOfRes  = 8 // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at the sync; the context survives
 	testCopyKernel = "test_copy"
 )
 
@@ -97,6 +99,10 @@ func kdTestCopy(d *fakecuda.Driver, _, _ cuda.Dim3, args [][]byte) error {
 		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed}
 	case faultMisalign:
 		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorMisalignedAddress}
+	case faultUnknown:
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorUnknown}
+	case faultOutOfRes:
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchOutOfRes}
 	}
 	y, err := d.Bytes(yp, n)
 	if err != nil {
@@ -121,6 +127,7 @@ const (
 // newFake returns the fake device for a worker mode.
 func newFake(mode string) *fakecuda.Driver {
 	d := fakecuda.New(map[string]fakecuda.Kernel{"kd_test_copy": kdTestCopy})
+	d.LostContextCodes = []cuda.Result{cuda.ErrorUnknown}
 	switch mode {
 	case "fake-nodevice":
 		d.InitError = &cuda.CUDAError{Call: "cuInit", Code: cuda.ErrorNoDevice}

@@ -85,6 +85,10 @@ func TestWorkerFaultsAndRestart(t *testing.T) {
 		{"launch failure", faultLaunch, difftest.LaunchError, "CUDA_ERROR_LAUNCH_FAILED", true},
 		{"misaligned address", faultMisalign, difftest.IllegalAddress, "CUDA_ERROR_MISALIGNED_ADDRESS", true},
 		{"missing entry point (not sticky)", faultNoEntry, difftest.LaunchError, "no entry point kd_test_missing", false},
+		// Codes Result.Sticky does not list: the worker probes the context.
+		{"unlisted code that loses the context", faultUnknown, difftest.LaunchError, "CUDA_ERROR_UNKNOWN (999); the CUDA context is lost (a probe after it failed: ", true},
+		{"next case after the lost context", faultNone, difftest.Pass, "", false},
+		{"unlisted code the context survives", faultOutOfRes, difftest.LaunchError, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", false},
 		{"last case passes", faultNone, difftest.Pass, "", false},
 	}
 	for i, s := range steps {

@@ -10,10 +10,13 @@
 // Both pipes carry one encoding/gob stream each. The worker first sends a
 // hello reply (Seq 0): the device it opened, or the reason it cannot run
 // (Class "unavailable"). Then, per case, the parent sends one request and
-// the worker answers with one reply of the same Seq. A reply with Sticky
-// set means the CUDA context is lost (an illegal address, a launch
-// failure); the worker exits after sending it and the parent starts a new
-// one for the next case. End of the request stream makes the worker exit 0.
+// the worker answers with one reply of the same Seq (any other Seq is a
+// protocol error: the parent kills the worker and fails the case as a
+// crash). A reply with Sticky set means the CUDA context is lost (an
+// illegal address, a launch failure, or any other error after which a
+// probe of the context failed); the worker exits after sending it and the
+// parent starts a new one for the next case. End of the request stream
+// makes the worker exit 0.
 
 package bridge
 

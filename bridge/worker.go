@@ -161,6 +161,24 @@ func classify(err error) (difftest.Class, bool) {
 	return difftest.LaunchError, code.Sticky()
 }
 
+// probe tells whether the context still works after an error that
+// classify did not find sticky: cuCtxSynchronize, then a 1-byte
+// cuMemAlloc_v2 and cuMemFree_v2. Result.Sticky lists the codes the
+// driver API reference documents as context-destroying, but a driver may
+// lose the context with another (CUDA_ERROR_UNKNOWN after an Xid, for
+// one); without the probe such a worker would fail every later case with
+// launch-error. A non-nil error means the context is lost.
+func (wk *worker) probe() error {
+	if err := wk.drv.CtxSynchronize(); err != nil {
+		return err
+	}
+	p, err := wk.drv.MemAlloc(1)
+	if err != nil {
+		return err
+	}
+	return wk.drv.MemFree(p)
+}
+
 // run executes one request.
 func (wk *worker) run(req *request) reply {
 	pack, ok := wk.packers[req.Kernel]
@@ -185,7 +203,14 @@ func (wk *worker) run(req *request) reply {
 	}()
 	fault := func(what string, err error) reply {
 		class, sticky := classify(err)
-		return reply{Class: class, Msg: what + ": " + err.Error(), Sticky: sticky}
+		msg := what + ": " + err.Error()
+		if !sticky {
+			if perr := wk.probe(); perr != nil {
+				sticky = true
+				msg += "; the CUDA context is lost (a probe after it failed: " + perr.Error() + ")"
+			}
+		}
+		return reply{Class: class, Msg: msg, Sticky: sticky}
 	}
 	alloc := func(b []byte) (cuda.DevicePtr, error) {
 		if len(b) == 0 {

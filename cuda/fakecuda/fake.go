@@ -10,6 +10,7 @@ package fakecuda
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,11 @@ type Driver struct {
 	// LoadError, when set, is what ModuleLoadData returns (e.g.
 	// CUDA_ERROR_NO_BINARY_FOR_GPU).
 	LoadError error
+	// LostContextCodes lists codes beyond those cuda.Result.Sticky names
+	// that poison the context when a kernel returns them, as a real driver
+	// may do for a code the documented list omits (CUDA_ERROR_UNKNOWN
+	// after a device fault).
+	LostContextCodes []cuda.Result
 	// Launches counts LaunchKernel calls.
 	Launches int
 }
@@ -81,7 +87,7 @@ func (d *Driver) syncErr(call string) error {
 	if d.pending != nil {
 		err := d.pending
 		d.pending = nil
-		if c := cuda.Code(err); c.Sticky() {
+		if c := cuda.Code(err); c.Sticky() || slices.Contains(d.LostContextCodes, c) {
 			d.sticky = err
 		}
 		return err

@@ -84,3 +84,40 @@ func TestDescribeOnFake(t *testing.T) {
 		t.Errorf("Describe(3): %v", err)
 	}
 }
+
+// A code listed in LostContextCodes poisons the context like a sticky one;
+// the same code unlisted comes back once and leaves the context working.
+func TestLostContextCodes(t *testing.T) {
+	unknown := func(*Driver, cuda.Dim3, cuda.Dim3, [][]byte) error {
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorUnknown}
+	}
+	tests := []struct {
+		name string
+		lost []cuda.Result
+		dead bool
+	}{
+		{"CUDA_ERROR_UNKNOWN the context survives", nil, false},
+		{"CUDA_ERROR_UNKNOWN that loses the context", []cuda.Result{cuda.ErrorUnknown}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(map[string]Kernel{"unknown": unknown})
+			d.LostContextCodes = tt.lost
+			if err := d.Init(); err != nil {
+				t.Fatal(err)
+			}
+			fn, _ := d.ModuleGetFunction(1, "unknown")
+			one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+			if err := d.LaunchKernel(fn, one, one, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.CtxSynchronize(); cuda.Code(err) != cuda.ErrorUnknown {
+				t.Fatalf("sync: %v, want the kernel's CUDA_ERROR_UNKNOWN", err)
+			}
+			_, err := d.MemAlloc(1)
+			if dead := cuda.Code(err) == cuda.ErrorUnknown; dead != tt.dead {
+				t.Errorf("MemAlloc after the error: %v; context lost = %v, want %v", err, dead, tt.dead)
+			}
+		})
+	}
+}
