@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
@@ -121,7 +122,7 @@ var testCopyPTX string
 
 // Environment of a test worker process (this test binary re-executed).
 const (
-	envWorker = "KD_BRIDGE_TEST_WORKER" // "fake", "fake-nodevice", "fake-nobinary", "real", "ptx"
+	envWorker = "KD_BRIDGE_TEST_WORKER" // "fake", "fake-nodevice", "fake-nobinary", "fake-slow-exit", "real", "ptx", ...
 )
 
 // newFake returns the fake device for a worker mode.
@@ -193,6 +194,10 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)
 			os.Exit(1)
+		}
+		if mode == "fake-slow-exit" {
+			// An instrumented worker writing its report as it exits.
+			time.Sleep(time.Second)
 		}
 		os.Exit(0)
 	}

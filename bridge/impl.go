@@ -34,23 +34,45 @@ const (
 	startTimeout = 60 * time.Second
 	// defaultCaseTimeout applies when --timeout is 0.
 	defaultCaseTimeout = 2 * time.Minute
-	// exitGrace is how long Close and a sticky reply wait for the worker to
-	// exit before killing it.
-	exitGrace = 5 * time.Second
+	// defaultExitGrace is how long Close and a sticky reply wait for the
+	// worker to exit before killing it, unless ExitGraceEnv says otherwise.
+	defaultExitGrace = 5 * time.Second
 )
+
+// ExitGraceEnv names the environment variable that sets how long the
+// `cuda` implementation waits for a worker to exit (at Close, and after a
+// reply that reports a lost context) before it kills it: a Go duration
+// ("60s"), positive; default 5s. A worker under compute-sanitizer writes
+// its report as it exits, which can take far longer than an
+// uninstrumented exit; scripts/gpu-check sets 90s for its sanitizer steps
+// so that no report is cut off by the kill.
+const ExitGraceEnv = "KD_WORKER_EXIT_GRACE"
+
+// exitGraceFrom parses ExitGraceEnv's value; "" gives the default.
+func exitGraceFrom(v string) (time.Duration, error) {
+	if v == "" {
+		return defaultExitGrace, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 60s", ExitGraceEnv, v)
+	}
+	return d, nil
+}
 
 // Impl is the `cuda` implementation. Its methods are safe for concurrent
 // use; cases run one at a time.
 type Impl struct {
-	mu      sync.Mutex
-	timeout time.Duration
-	spawn   func() *exec.Cmd // a fresh worker command
-	packers map[string]packer
-	w       *workerProc
-	device  string
-	props   map[string]string
-	seq     uint64
-	starts  int // workers started, for tests and messages
+	mu        sync.Mutex
+	timeout   time.Duration
+	exitGrace time.Duration    // wait for a worker's own exit before killing it
+	spawn     func() *exec.Cmd // a fresh worker command
+	packers   map[string]packer
+	w         *workerProc
+	device    string
+	props     map[string]string
+	seq       uint64
+	starts    int // workers started, for tests and messages
 }
 
 // workerProc is one running worker.
@@ -68,7 +90,8 @@ type workerProc struct {
 // at once, so a machine that cannot run the kernels is known before any
 // case: no driver, no device, --device out of range, no fatbin, or a
 // fatbin with no image for this GPU give a *difftest.RunError of class
-// Unavailable whose message is the one-line reason.
+// Unavailable whose message is the one-line reason; so does a malformed
+// ExitGraceEnv.
 func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	fatbin := opts.Fatbin
 	if fatbin == "" {
@@ -80,6 +103,10 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	}
 	if _, err := os.Stat(abs); err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
+	}
+	grace, err := exitGraceFrom(os.Getenv(ExitGraceEnv))
+	if err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -94,6 +121,7 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
+	im.exitGrace = grace
 	if b, err := os.ReadFile(abs); err == nil {
 		sum := sha256.Sum256(b)
 		im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
@@ -107,7 +135,7 @@ func newImpl(timeout time.Duration, spawn func() *exec.Cmd, pk map[string]packer
 	if timeout <= 0 {
 		timeout = defaultCaseTimeout
 	}
-	im := &Impl{timeout: timeout, spawn: spawn, packers: pk}
+	im := &Impl{timeout: timeout, exitGrace: defaultExitGrace, spawn: spawn, packers: pk}
 	if err := im.start(context.Background(), true); err != nil {
 		return nil, err
 	}
@@ -312,13 +340,13 @@ func replyClass(r reply) string {
 }
 
 // retire waits for a worker that announced a lost context to exit, and
-// kills it if it does not.
+// kills it if it does not within the exit grace (ExitGraceEnv).
 func (im *Impl) retire(w *workerProc) {
 	im.w = nil
 	w.reqW.Close()
 	select {
 	case <-w.done:
-	case <-time.After(exitGrace):
+	case <-time.After(im.exitGrace):
 		w.kill()
 	}
 }
@@ -353,7 +381,7 @@ func (im *Impl) request(c *difftest.Case, outs []*difftest.Buffer) (*request, er
 }
 
 // Close implements difftest.Impl: it ends the worker (end of requests),
-// killing it if it does not exit within a few seconds.
+// killing it if it does not exit within the exit grace (ExitGraceEnv).
 func (im *Impl) Close() error {
 	im.mu.Lock()
 	defer im.mu.Unlock()
@@ -365,7 +393,7 @@ func (im *Impl) Close() error {
 	w.reqW.Close()
 	select {
 	case <-w.done:
-	case <-time.After(exitGrace):
+	case <-time.After(im.exitGrace):
 		w.kill()
 		return errors.New("GPU worker did not exit; killed")
 	}

@@ -269,3 +269,62 @@ func TestMisnumberedReply(t *testing.T) {
 		t.Errorf("%d workers started, want 2", im.starts)
 	}
 }
+
+// ExitGraceEnv: a positive Go duration, default 5 s; anything else is
+// refused with a message naming the variable, never replaced by the
+// default.
+func TestExitGraceFrom(t *testing.T) {
+	tests := []struct {
+		reason, v string
+		want      time.Duration
+		err       bool
+	}{
+		{"unset: the default", "", 5 * time.Second, false},
+		{"sanitizer steps of gpu-check", "90s", 90 * time.Second, false},
+		{"sub-second", "250ms", 250 * time.Millisecond, false},
+		{"no unit", "60", 0, true},
+		{"zero would kill every worker at once", "0s", 0, true},
+		{"negative", "-5s", 0, true},
+		{"not a duration", "long", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := exitGraceFrom(tt.v)
+		if tt.err {
+			if err == nil || !strings.Contains(err.Error(), ExitGraceEnv+"=") {
+				t.Errorf("%s: %q gave %v, %v; want an error naming %s", tt.reason, tt.v, got, err, ExitGraceEnv)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %q gave %v, %v; want %v", tt.reason, tt.v, got, err, tt.want)
+		}
+	}
+}
+
+// The exit grace decides whether a worker that takes a second to exit
+// (as one under compute-sanitizer does while writing its report) is
+// waited for or killed.
+func TestExitGraceAtClose(t *testing.T) {
+	tests := []struct {
+		name   string
+		grace  time.Duration
+		killed bool
+	}{
+		{"grace longer than the exit", 5 * time.Second, false},
+		{"grace shorter than the exit", 200 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			im, err := newImpl(time.Minute, spawnTest("fake-slow-exit"), testPackers())
+			if err != nil {
+				t.Fatal(err)
+			}
+			im.exitGrace = tt.grace
+			t0 := time.Now()
+			err = im.Close()
+			if killed := err != nil && strings.Contains(err.Error(), "killed"); killed != tt.killed {
+				t.Errorf("Close after %v: %v; killed = %v, want %v", time.Since(t0).Round(time.Millisecond), err, killed, tt.killed)
+			}
+		})
+	}
+}
