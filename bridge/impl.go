@@ -44,7 +44,7 @@ const (
 // reply that reports a lost context) before it kills it: a Go duration
 // ("60s"), positive; default 5s. A worker under compute-sanitizer writes
 // its report as it exits, which can take far longer than an
-// uninstrumented exit; scripts/gpu-check sets 90s for its sanitizer steps
+// uninstrumented exit; scripts/gpu-check sets 30s for its sanitizer steps
 // so that no report is cut off by the kill.
 const ExitGraceEnv = "KD_WORKER_EXIT_GRACE"
 
