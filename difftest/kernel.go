@@ -162,6 +162,32 @@ type SpecChecker interface {
 	CheckSpec(spec CaseSpec) error
 }
 
+// FamilyDescriber is an optional interface of a Kernel: DescribeFamilies
+// documents every input family NewCase accepts (the names Families
+// returns, in that order) with the suite params NewCase reads for it, so
+// that `difftest list families` can show suite authors what to write.
+type FamilyDescriber interface {
+	DescribeFamilies() []FamilyInfo
+}
+
+// FamilyInfo describes one input family: its name as in suite files, a
+// one-line description of the inputs it draws and the bug class it
+// guards, and every suite param NewCase accepts for it.
+type FamilyInfo struct {
+	Name   string
+	Doc    string
+	Params []ParamInfo
+}
+
+// ParamInfo describes one suite param: its key in CaseSpec.Params, one
+// line giving its type, range and default, and whether a case must give
+// it (NewCase fails without it).
+type ParamInfo struct {
+	Name     string
+	Doc      string
+	Required bool
+}
+
 // Mutant is a Go implementation of a kernel with one known fault
 // (DESIGN.md §8).
 type Mutant struct {

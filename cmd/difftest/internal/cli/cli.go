@@ -43,7 +43,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run [flags]", "run a suite against an implementation", runCmd},
-		{"list", "list [suites|cases|impls|mutants] [--suite NAME|FILE]", "list what can be run", listCmd},
+		{"list", "list [suites|cases|impls|mutants|families] [--suite NAME|FILE]", "list what can be run", listCmd},
 		{"replay", "replay [--impl IMPL] FILE.safetensors", "re-run one captured case", replayCmd},
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},

@@ -15,7 +15,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// listCmd prints suites, cases, implementations or mutants.
+// listCmd prints suites, cases, implementations, mutants or input
+// families.
 func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("list", stderr)
 	suiteName := fs.String("suite", "default", "suite whose cases `list cases` prints")
@@ -27,7 +28,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		what = pos[0]
 	} else if len(pos) > 1 {
-		return usageErr(stderr, "list takes one of suites, cases, impls, mutants")
+		return usageErr(stderr, "list takes one of suites, cases, impls, mutants, families")
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	defer tw.Flush()
@@ -78,8 +79,12 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name(), m.Name, m.Fault)
 			}
 		}
+	case "families":
+		if err := writeFamilies(tw); err != nil {
+			return fail(stderr, err, difftest.Summary{})
+		}
 	default:
-		return usageErr(stderr, "list %s: want suites, cases, impls or mutants", what)
+		return usageErr(stderr, "list %s: want suites, cases, impls, mutants or families", what)
 	}
 	return difftest.ExitPass
 }

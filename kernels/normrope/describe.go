@@ -1,0 +1,56 @@
+// Family and suite-param documentation of norm_rope_store for `difftest
+// list families` (difftest.FamilyDescriber). It restates, one line each,
+// what plan (case.go) reads; describe_test.go checks it against the parser.
+
+package normrope
+
+import (
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+var _ difftest.FamilyDescriber = Kernel{}
+
+// describeParams returns the suite params plan reads for family: all
+// optional, the same keys for every family; the defaults of max_pos and
+// num_pages follow the family's maxPos and slots.
+func describeParams(family string) []difftest.ParamInfo {
+	maxPos := fmt.Sprintf("int, default 4096: rows of freqs, in [1, %d] (MaxPositions)", MaxPositions)
+	if family == "positions" {
+		maxPos = fmt.Sprintf("int, default the model's full context (v32 163840, v4 262144): rows of freqs, in [1, %d] (MaxPositions)", MaxPositions)
+	}
+	numPages := "int, default room for N + max(1, N/8) slots: cache pages; num_pages·page_bytes ≤ MaxCacheBytes"
+	if family == "slots" {
+		numPages = "int, default room for (2·ceil(N/2) + 1)·P slots: cache pages; num_pages·page_bytes ≤ MaxCacheBytes"
+	}
+	return []difftest.ParamInfo{
+		{Name: "preset", Doc: `string, default "v4": v32, v4 or v4-bf16; the params below override it`},
+		{Name: "norm", Doc: `string, default the preset's: rms or layer`},
+		{Name: "rope_offset", Doc: "int, default the preset's: first RoPE dim, 0 or 64"},
+		{Name: "rope_style", Doc: `string, default the preset's: neox or interleaved`},
+		{Name: "hadamard", Doc: "bool, default true: Hadamard transform after RoPE"},
+		{Name: "store", Doc: `string, default the preset's (fp8; bf16 for v4-bf16): fp8 or bf16`},
+		{Name: "scale_fmt", Doc: `string, default "plain": plain or ue8m0 (ue8m0 only with the fp8 store)`},
+		{Name: "eps", Doc: "float, default 1e-6: norm epsilon, a positive normal f32"},
+		{Name: "model", Doc: `string, default the preset's: YaRN freqs table of v32 or v4`},
+		{Name: "P", Doc: fmt.Sprintf("int, default 64: page size, a power of two in [1, %d] (MaxPageSize)", MaxPageSize)},
+		{Name: "N", Doc: fmt.Sprintf("int, default 96: tokens, in [1, %d] (MaxTokens)", MaxTokens)},
+		{Name: "x_stride", Doc: fmt.Sprintf("int, default %d: row stride of x, in [%d, %d]; padding holds NaN; N·x_stride·2 ≤ MaxXBytes", Dim, Dim, MaxXStride)},
+		{Name: "max_pos", Doc: maxPos},
+		{Name: "num_pages", Doc: numPages},
+		{Name: "holes", Doc: "bool, default true: about 1/8 of the tokens (never the last) get out_loc −1"},
+	}
+}
+
+// DescribeFamilies documents every family of Families, in that order,
+// with FamilyDoc's line and the params plan reads (none required: an empty
+// params table draws the v4 preset, though the constructed FP8 families
+// need a configuration the v4 preset does not have).
+func (Kernel) DescribeFamilies() []difftest.FamilyInfo {
+	var out []difftest.FamilyInfo
+	for _, name := range Families() {
+		out = append(out, difftest.FamilyInfo{Name: name, Doc: FamilyDoc(name), Params: describeParams(name)})
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+// Family and suite-param documentation of topk_transform for `difftest
+// list families` (difftest.FamilyDescriber). It restates, one line each,
+// what NewCase (generate.go) and the family catalog (families.go) read;
+// describe_test.go checks it against the parser.
+
+package topk
+
+import (
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+var _ difftest.FamilyDescriber = Kernel{}
+
+// commonParams are the suite params decodeConfig reads for every family.
+var commonParams = []difftest.ParamInfo{
+	{Name: "K", Required: true, Doc: fmt.Sprintf("int: picks per row, in [1, %d] (MaxK)", MaxK)},
+	{Name: "lengths", Required: true, Doc: fmt.Sprintf("[]int: seq_lens, each in [0, %d]; row b has lengths[b mod len(lengths)]", MaxSeqLen)},
+	{Name: "P", Doc: fmt.Sprintf("int, default 64: page size, a power of two in [1, %d]", MaxPageSize)},
+	{Name: "batch", Doc: fmt.Sprintf("int, default len(lengths): rows, in [1, %d]", MaxBatch)},
+	{Name: "stride", Doc: fmt.Sprintf("int, default max(lengths, 1): scores row stride, in [max(lengths), %d]", MaxSeqLen)},
+	{Name: "pages", Doc: `string, default "distinct": page_table kind: identity, perm, distinct or large`},
+	{Name: "raw", Doc: "bool, default true: whether raw_indices is an output"},
+}
+
+// familyDocs holds each family's one-line description and the params its
+// params function reads (families.go), in catalog order.
+var familyDocs = map[string]struct {
+	doc    string
+	params []difftest.ParamInfo
+}{
+	"gaussian": {doc: "N(0, 1) scores rounded once to f32; the baseline (short rows, off-by-one lengths, reads past L)"},
+	"needle":   {doc: "Gaussian noise with one planted maximum at L/3; the top-k must keep it at every length"},
+	"equal":    {doc: "every score of a row the same value; any K positions are valid (tie holes, duplicates on a plateau)"},
+	"straddle": {doc: "above values > 1.0, tied values exactly 1.0, the rest below: the K-th value sits in the tie band", params: []difftest.ParamInfo{
+		{Name: "above", Doc: "int, default min(3K/4, L) per row: values above 1.0, in [0, every row's length]"},
+		{Name: "tied", Doc: "int, default min(K/2, L − above) per row: values exactly 1.0; above + tied ≤ every row's length"},
+	}},
+	"relu": {doc: "positives values > 0, the rest +0.0, like ReLU-ed indexer logits (threshold bin holds the whole row)", params: []difftest.ParamInfo{
+		{Name: "positives", Doc: "int, default min(100, L) per row: values > 0, in [0, every row's length]"},
+	}},
+	"lowcontrast": {doc: "L distinct values in one narrow band, in random order (candidate-buffer overflow, fp16-rounded keys)", params: []difftest.ParamInfo{
+		{Name: "span", Doc: `string, default "coarse": band: coarse [1.0, 1.25), high ≥ 65520, tiny [0, 1.5e-5); every row length ≤ the band's f32 count`},
+	}},
+	"masked": {doc: "finite Gaussian values, the rest −inf as masks leave them (−FLT_MAX sentinels, −inf emitted as −1)", params: []difftest.ParamInfo{
+		{Name: "finite", Doc: "int, default min(K/2, L) per row: finite values, in [0, every row's length]"},
+	}},
+	"specials": {doc: "Gaussian with a quarter of the positions ±0, subnormals, ±FLT_MAX, ±inf, quiet and signalling NaN (key32 order)"},
+	"pseudotie": {doc: "above values over a band that float compares tie but key32 ranks apart (−0/+0, ftz subnormals, NaN payloads)", params: []difftest.ParamInfo{
+		{Name: "band", Doc: `string, default "zeros": zeros, subnormals or nans`},
+		{Name: "above", Doc: "int, default min(K/2, L) per row: values above the band, in [0, every row's length]"},
+	}},
+}
+
+// DescribeFamilies documents every family of Families, in that order:
+// the common params (K and lengths required) followed by the family's
+// own. A family without an entry in familyDocs gets an empty Doc and
+// only the common params; describe_test.go fails on it.
+func (Kernel) DescribeFamilies() []difftest.FamilyInfo {
+	var out []difftest.FamilyInfo
+	for _, name := range Families() {
+		d := familyDocs[name]
+		params := append(append([]difftest.ParamInfo(nil), commonParams...), d.params...)
+		out = append(out, difftest.FamilyInfo{Name: name, Doc: d.doc, Params: params})
+	}
+	return out
+}
