@@ -6,8 +6,8 @@
 // device (name, UUID, compute capability, CUDA and driver versions,
 // memory, clocks, ECC, and which fatbin image it would load). What cannot
 // be read is printed as unavailable with its reason; info itself exits 0
-// whenever it printed its report, even with no driver, and 2 only for bad
-// flags. (Whether the kernels can run is `difftest run`'s exit code 125.)
+// whenever it printed its report, even with no driver (and for --help),
+// and 2 only for bad flags. (Whether the kernels can run is `difftest run`'s exit code 125.)
 
 package bridge
 
@@ -25,11 +25,14 @@ import (
 )
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	fs := flag.NewFlagSet("difftest info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to describe")
+	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to describe, relative to the working directory")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -20,11 +20,13 @@ func init() {
 	difftest.RegisterCommand(difftest.Command{
 		Name:    "info",
 		Summary: "device, driver, fatbin images and build of this difftest",
+		Usage:   "info [--fatbin FILE] [--device N]",
 		Run:     runInfo,
 	})
 	difftest.RegisterCommand(difftest.Command{
 		Name:    "gpu-selftest",
 		Summary: "check that the suite catches every CUDA fault build (-DKD_FAULT_<NAME>)",
+		Usage:   "gpu-selftest [--suite NAME|FILE] [--fatbin FILE] [--reference] [flags]",
 		Run:     runGPUSelftest,
 	})
 	difftest.RegisterCommand(difftest.Command{
@@ -37,13 +39,17 @@ func init() {
 
 // runWorker is `difftest cuda-worker --fatbin PATH --device N`, started by
 // Impl with the protocol pipes on fds 3 and 4. Exit 0 at the end of the
-// requests, 1 after a lost context or an unusable device, 2 on bad usage.
+// requests (and for --help), 1 after a lost context or an unusable device,
+// 2 on bad usage.
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(workerCommand, flag.ContinueOnError)
+	fs := flag.NewFlagSet("difftest "+workerCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to load")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if os.Getenv(workerEnv) != "1" {

@@ -105,11 +105,11 @@ func loadSuiteArg(name string) (*difftest.Suite, error) {
 }
 
 func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gpu-selftest", flag.ContinueOnError)
+	fs := flag.NewFlagSet("difftest gpu-selftest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	suiteName := fs.String("suite", "default", "suite: an embedded suite name or a TOML `FILE`")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
 	seed := fs.Uint64("seed", 1, "suite seed")
-	fatbin := fs.String("fatbin", DefaultFatbin, "the real build; its folder's faults/ holds the fault builds")
+	fatbin := fs.String("fatbin", DefaultFatbin, "the real build, relative to the working directory; its folder's faults/ holds the fault builds")
 	faultsDir := fs.String("faults", "", "folder of the fault builds NAME.fatbin (default: faults/ next to --fatbin)")
 	list := fs.String("list", "", "fault list (default: faults.txt next to --fatbin, else kernels/faults.txt)")
 	reference := fs.Bool("reference", false, "also run the real build, which must pass every case")
@@ -118,6 +118,9 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 	parallel := fs.Int("parallel", 4, "fault builds run at once (one worker process each)")
 	jsonOut := fs.String("json", "", "also write the rows as JSON to `FILE`")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return difftest.ExitPass
+		}
 		return difftest.ExitUsage
 	}
 	if fs.NArg() > 0 {

@@ -246,8 +246,11 @@ type ImplFactory func(opts ImplOptions) (Impl, error)
 type Command struct {
 	Name    string
 	Summary string
-	Hidden  bool
-	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per DESIGN.md §7
+	// Usage, when set, is the one-line synopsis `difftest help` prints in
+	// place of Name, e.g. "info [--fatbin FILE] [--device N]".
+	Usage  string
+	Hidden bool
+	Run    func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per DESIGN.md §7
 }
 
 var registry struct {

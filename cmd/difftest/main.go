@@ -2,12 +2,20 @@
 // against kerneldiff's Go references on byte-identical seeded inputs and
 // reports every case with a verdict, a failure class and a replay command.
 //
-//	difftest run [--suite default|quick|FILE] [--impl cuda|reference|mutant:NAME|exec:CMD] [flags]
-//	difftest list [suites|cases|impls|mutants]
+//	difftest run [--suite NAME|FILE] [--impl cuda|reference|mutant:NAME|exec:CMD] [--fatbin FILE] [flags]
+//	difftest list [suites|cases|impls|mutants|families] [--suite NAME|FILE]
 //	difftest replay [--impl IMPL] FILE.safetensors
-//	difftest selftest [--suite default] [--seed N]
+//	difftest selftest [--suite NAME|FILE] [--seed N]
 //	difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...
-//	difftest info
+//	difftest gpu-selftest [--suite NAME|FILE] [--fatbin FILE] [--reference] [flags]
+//	difftest info [--fatbin FILE] [--device N]
+//	difftest help
+//
+// `list families` prints each kernel's input families and the suite
+// params they accept. --fatbin defaults to build/kernels.fatbin, relative
+// to the working directory. Every command prints its flags with --help
+// and exits 0. (cuda-worker, the GPU worker process of the cuda
+// implementation, is internal.)
 //
 // Exit codes (DESIGN.md §7, for git bisect run): 0 all passed, 1 a case
 // failed, 2 usage or input file error, 125 nothing could be tested.

@@ -82,7 +82,11 @@ func usage(w io.Writer) {
 	}
 	for _, c := range difftest.Commands() {
 		if !c.Hidden {
-			lines = append(lines, [2]string{c.Name, c.Summary})
+			u := c.Usage
+			if u == "" {
+				u = c.Name
+			}
+			lines = append(lines, [2]string{u, c.Summary})
 		}
 	}
 	width := 0

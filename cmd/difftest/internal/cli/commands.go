@@ -19,7 +19,7 @@ import (
 // families.
 func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("list", stderr)
-	suiteName := fs.String("suite", "default", "suite whose cases `list cases` prints")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE` of list cases: an embedded suite (see difftest list suites) or a TOML file")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -126,7 +126,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // selftestCmd runs the suite against every mutant and the reference.
 func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("selftest", stderr)
-	suiteName := fs.String("suite", "default", "suite: an embedded suite name or a TOML `FILE`")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
 	seed := fs.Uint64("seed", 1, "suite seed")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run of a mutant on one case; 0 = no time-out (negative is an error)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "mutants run at once")

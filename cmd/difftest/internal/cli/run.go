@@ -29,8 +29,8 @@ type implFlags struct {
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, reference, mutant:NAME or exec:CMD (default cuda when this build has it)")
-	fs.StringVar(&f.fatbin, "fatbin", "", "fatbin of the compiled kernels (cuda)")
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, reference, mutant:NAME or exec:CMD (required in a build without cuda)")
+	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
@@ -129,7 +129,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	var f implFlags
 	f.register(fs)
-	suiteName := fs.String("suite", "default", "suite: an embedded suite name (default, quick) or a TOML `FILE`")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
 	runRe := fs.String("run", "", "run only cases whose id matches `REGEXP`")
 	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
 	repeat := fs.Int("repeat", 1, "run seeds seed … seed+N−1")
