@@ -61,9 +61,12 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
  * Preconditions (checked by the launcher and the harness before launch):
  * enums in range, rope_offset 0 or 64, bias non-NULL for LayerNorm, 0 <=
  * log2_page <= 30, 0 <= positions[i] < max_pos, out_loc values distinct and
- * < num_pages * P. A kernel that sees a bad enum, a position outside [0,
- * max_pos) or an out_loc >= num_pages * P executes a trap (the launch fails;
- * nothing is silently clamped). x, x_stride and cache need no particular
+ * < num_pages * P. The kernel executes a trap (the launch fails; nothing
+ * is silently clamped) when it sees: a norm, rope_style or store outside
+ * its KD_* values; hadamard not 0 or 1; scale_fmt outside KD_SCALE_*, with
+ * either store (the BF16 store does not read it but checks it); rope_offset
+ * not 0 or 64; KD_NORM_LAYER with a NULL bias; log2_page outside [0, 30];
+ * a position outside [0, max_pos); an out_loc >= num_pages * P. x, x_stride and cache need no particular
  * alignment: aligned pointers take vector loads and stores, others bytes.
  *
  * Fault builds: see kernels/faults.txt; -DKD_FAULT_<NAME> compiles one. */
@@ -96,7 +99,7 @@ typedef struct {
     int32_t         rope_style; /* KD_ROPE_* */
     int32_t         hadamard;   /* 0 off, 1 on */
     int32_t         store;      /* KD_STORE_* */
-    int32_t         scale_fmt;  /* KD_SCALE_* (FP8 store only) */
+    int32_t         scale_fmt;  /* KD_SCALE_*: the FP8 store's scale; checked with either store */
 } kd_normrope_params;
 
 #ifdef __cplusplus
