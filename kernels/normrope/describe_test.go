@@ -4,62 +4,22 @@
 package normrope
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 )
 
 // sourceParamKeys returns every string-literal key passed to a
-// difftest.Params reader (Int, Ints, Float, Bool, String) in the
-// package's non-test files.
+// difftest.Params reader in the package's non-test files.
 func sourceParamKeys(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	keys, err := paramtest.SourceParamKeys(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers := map[string]bool{"Int": true, "Ints": true, "Float": true, "Bool": true, "String": true}
-	var keys []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !readers[sel.Sel.Name] {
-				return true
-			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			k, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-			return true
-		})
-	}
-	slices.Sort(keys)
 	return keys
 }
 

@@ -1,0 +1,3 @@
+package p
+
+func readInTest(p reader) { p.Int("test_only", 0) }
