@@ -1,0 +1,180 @@
+// Package scripts holds tests of the shell scripts in this folder. The
+// scripts themselves are not Go; these tests run them against fake tools.
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fakeDifftest stands in for dist/difftest. "info" prints a device; "run"
+// writes a JSON Lines report to its --json FILE as FAKE_DT says:
+// pass (2 cases pass, exit 0), fail (1 pass, 1 time-out, exit 1), cut
+// (one case line, no summary, killed: exit 137) or nodevice (no report,
+// exit 125, as difftest does on a machine it cannot use).
+const fakeDifftest = `#!/usr/bin/env bash
+cmd=$1; shift
+json=""
+while [[ $# -gt 0 ]]; do
+	case $1 in --json) json=$2; shift 2 ;; *) shift ;; esac
+done
+case $cmd in
+info) printf 'device 0:\n  name: Fake H200\n  loads: sm_90 SASS\n'; exit 0 ;;
+run) ;;
+*) exit 2 ;;
+esac
+hdr='{"type":"header","suite":"quick","seed":1}'
+pass='{"type":"case","case":"topk_transform/a","verdict":"pass","kernel_time_ns":1000000}'
+case ${FAKE_DT:-pass} in
+pass) printf '%s\n%s\n%s\n%s\n' "$hdr" "$pass" "$pass" '{"type":"summary","passed":2,"failed":0}' >"$json"; exit 0 ;;
+fail) printf '%s\n%s\n%s\n%s\n' "$hdr" "$pass" '{"type":"case","case":"topk_transform/b","verdict":"fail","class":"timeout"}' '{"type":"summary","passed":1,"failed":1}' >"$json"; exit 1 ;;
+cut) printf '%s\n%s\n' "$hdr" "$pass" >"$json"; exit 137 ;;
+nodevice) echo "difftest: cuda unavailable: no usable CUDA device" >&2; exit 125 ;;
+esac
+`
+
+// fakeSanitizer stands in for compute-sanitizer: it runs the command after
+// its options and prints what the real tool prints, as FAKE_SAN says:
+// clean (one process summary, 0 errors; the command's exit status),
+// detached (the tool never attached, and exits 0 as compute-sanitizer
+// 2025.3 does then), errors (2 errors, exit 86), refused (device not
+// supported). A fatbin path naming RACE_ gets 3 hazards and exit 86
+// unless FAKE_SAN_RACE=miss.
+const fakeSanitizer = `#!/usr/bin/env bash
+if [[ $1 == --help ]]; then echo "  --require-cuda-init arg (=yes)"; exit 0; fi
+while [[ $1 == --* ]]; do shift 2; done
+race=0
+[[ "$*" == *RACE_* && ${FAKE_SAN_RACE:-} != miss ]] && race=1
+echo "========= COMPUTE-SANITIZER"
+"$@"
+rc=$?
+case ${FAKE_SAN:-clean} in
+clean)
+	if [[ $race == 1 ]]; then
+		echo "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)"
+		echo "========= ERROR SUMMARY: 3 errors"
+		exit 86
+	fi
+	echo "========= ERROR SUMMARY: 0 errors"
+	exit $rc ;;
+detached)
+	echo "========= Target application terminated before first instrumented API call"
+	echo "========= Error: couldn't find exit code."
+	exit 0 ;;
+errors)
+	echo "========= Invalid __global__ read of size 4 bytes"
+	echo "========= ERROR SUMMARY: 2 errors"
+	exit 86 ;;
+refused)
+	echo "========= Error: Device not supported"
+	exit 1 ;;
+esac
+`
+
+// gpuCheck runs gpu-check --steps steps from a fake bundle with env added,
+// and returns the table's rows by step ("result figures") and the exit
+// status.
+func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int) {
+	t.Helper()
+	dist := t.TempDir()
+	bin := t.TempDir()
+	src, err := os.ReadFile("gpu-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		filepath.Join(dist, "gpu-check"):                             string(src),
+		filepath.Join(dist, "difftest"):                              fakeDifftest,
+		filepath.Join(dist, "kernels.fatbin"):                        "fatbin",
+		filepath.Join(dist, "faults", "RACE_MISSING_BARRIER.fatbin"): "fatbin",
+		filepath.Join(dist, "faults.txt"):                            "# name\tmutant\tkernel\twhat\nRACE_MISSING_BARRIER\t-\ttopk_transform\tno barrier\n",
+		filepath.Join(dist, "MANIFEST"):                              "glibc:   2.0 or later\n",
+		filepath.Join(bin, "compute-sanitizer"):                      fakeSanitizer,
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(dist, "gpu-check"), "--steps", steps)
+	cmd.Env = append(os.Environ(), "OUT="+out, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
+	b, err := cmd.CombinedOutput()
+	rc := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		rc = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join(out, "table.txt"))
+	if err != nil {
+		t.Fatalf("no table.txt: %v\n%s", err, b)
+	}
+	rows := map[string]string{}
+	row := regexp.MustCompile(`^(\S+)\s+(\S+)\s+\d+ (.*)$`)
+	for _, line := range strings.Split(string(table), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			rows[m[1]] = m[2] + " " + m[3]
+		}
+	}
+	return rows, rc
+}
+
+func TestGPUCheckSanitizerVerdicts(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	tests := []struct {
+		name      string
+		env       []string
+		memcheck  string // regexp over "result figures"
+		racecheck string
+		rc        int
+	}{
+		{"clean", nil,
+			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed`,
+			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed.*; RACE_MISSING_BARRIER flagged \(3 hazards\)$`, 0},
+		// The tool never attached and exited 0: nothing was checked.
+		{"detached", []string{"FAKE_SAN=detached", "FAKE_DT=nodevice"},
+			`^FAIL exit 0; no summary; difftest no report$`,
+			`^FAIL exit 0; no summary; difftest no report; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
+		// A case failed under the tool: that case was not checked.
+		{"case failed", []string{"FAKE_DT=fail"},
+			`^FAIL exit 1; 0 errors \(1 process\); difftest 1 passed, 1 failed \(timeout=1\)`,
+			`^FAIL exit 1; .*RACE_MISSING_BARRIER flagged`, 1},
+		// The run was cut short: no summary line, even though no case failed.
+		{"cut short", []string{"FAKE_DT=cut"},
+			`^FAIL exit 137; 0 errors \(1 process\); difftest 1 passed, 0 failed.*\(no summary line\)$`,
+			`^FAIL exit 137;`, 1},
+		{"errors", []string{"FAKE_SAN=errors"},
+			`^FAIL exit 86; 2 errors \(1 process\); difftest 2 passed`,
+			`^FAIL exit 86; 2 errors`, 1},
+		{"race not flagged", []string{"FAKE_SAN_RACE=miss"},
+			`^ok `,
+			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
+		{"refused", []string{"FAKE_SAN=refused"},
+			`^skip Error: Device not supported$`,
+			`^skip Error: Device not supported$`, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, rc := gpuCheck(t, "memcheck racecheck", tc.env...)
+			for step, want := range map[string]string{"memcheck": tc.memcheck, "racecheck": tc.racecheck} {
+				if !regexp.MustCompile(want).MatchString(rows[step]) {
+					t.Errorf("%s row %q, want match for %q", step, rows[step], want)
+				}
+			}
+			if rc != tc.rc {
+				t.Errorf("exit status %d, want %d (rows %q)", rc, tc.rc, rows)
+			}
+		})
+	}
+}
