@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,7 +91,9 @@ type workerProc struct {
 // at once, so a machine that cannot run the kernels is known before any
 // case: no driver, no device, --device out of range, no fatbin, or a
 // fatbin with no image for this GPU give a *difftest.RunError of class
-// Unavailable whose message is the one-line reason; so does a malformed
+// Unavailable whose message is the one-line reason; so do a fatbin whose
+// kernels take another parameter layout than the launchers pack
+// (checkFatbinParams, before any worker starts) and a malformed
 // ExitGraceEnv.
 func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	fatbin := opts.Fatbin
@@ -101,8 +104,15 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
-	if _, err := os.Stat(abs); err != nil {
-		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
+	fb, err := os.ReadFile(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
+		}
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
+	}
+	if err := checkFatbinParams(fatbin, fb, entryParams()); err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
 	grace, err := exitGraceFrom(os.Getenv(ExitGraceEnv))
 	if err != nil {
@@ -122,10 +132,8 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 		return nil, rerr
 	}
 	im.exitGrace = grace
-	if b, err := os.ReadFile(abs); err == nil {
-		sum := sha256.Sum256(b)
-		im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
-	}
+	sum := sha256.Sum256(fb)
+	im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
 	return im, nil
 }
 

@@ -68,8 +68,16 @@ type FatbinImage struct {
 	Flags      uint64 // raw entry flags
 }
 
-// ArchName returns "sm_90" for SASS and "compute_90" for PTX.
+// ArchName returns "sm_90" for SASS and "compute_90" for PTX; for an
+// image that came outside a fatbin (Arch 0: a lone cubin or PTX text),
+// "cubin" or "PTX".
 func (im FatbinImage) ArchName() string {
+	if im.Arch == 0 {
+		if im.Kind == KindPTX {
+			return "PTX"
+		}
+		return "cubin"
+	}
 	if im.Kind == KindPTX {
 		return fmt.Sprintf("compute_%d", im.Arch)
 	}
