@@ -9,7 +9,7 @@ DIFFTEST_ARGS ?=
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels test emu emu-faults gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels test emu emu-faults emu-race gotest difftest selftest bench gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -35,6 +35,12 @@ emu:
 # test (the GPU selftest's CPU counterpart; about a minute of compiling).
 emu-faults:
 	scripts/test-kernels-emu --faults $(BUILD)/emu
+
+# The contract tests under ThreadSanitizer with CUDA's happens-before edges
+# (kernels/emu/host_emu.h): no race in the real kernels, and every RACE_*
+# fault build reported (about a minute and a half).
+emu-race:
+	scripts/test-kernels-emu --race $(BUILD)/emu
 
 gotest:
 	scripts/setup-pytools

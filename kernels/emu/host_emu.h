@@ -14,8 +14,21 @@
  * thread of its block (or warp) has arrived; a thread that returns leaves
  * the barriers, as on a GPU. A block that can never finish (a barrier some
  * threads skip) is reported and aborts the test. Scheduling is round-robin
- * in thread order, so a missing barrier shows up only if that order
- * exposes it; compute-sanitizer racecheck on a GPU is the real test.
+ * in thread order, so a missing barrier shows up in the results only if
+ * that order exposes it; compute-sanitizer racecheck on a GPU is the real
+ * test.
+ *
+ * Race checking (built with -fsanitize=thread): ThreadSanitizer sees each
+ * CUDA thread as a fiber and reports two accesses to the same memory, one
+ * a write, that no happens-before edge orders, whatever order the fibers
+ * ran in. The edges are CUDA's: __syncthreads (every thread's accesses
+ * before the barrier happen before every thread's after it), the end of a
+ * block before the next block and before the host reads the outputs, and
+ * the host's writes before the launch. Warp shuffles and ballots exchange
+ * values only: they order no memory, as __syncwarp would (CUDA C++
+ * Programming Guide, warp shuffle functions vs. __syncwarp). atomicAdd is
+ * a relaxed atomic: atomics never race with each other but order nothing.
+ * The emulator's own bookkeeping is hidden from the checker.
  *
  * Host f32 arithmetic is IEEE binary32 with round-to-nearest-even; compile
  * with -ffp-contract=off (no FMA contraction) so the explicit rounding
@@ -41,6 +54,22 @@
 #include <memory>
 #include <vector>
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+/* ThreadSanitizer's dynamic annotations (its runtime exports them). */
+extern "C" void AnnotateIgnoreReadsBegin(const char *file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char *file, int line);
+extern "C" void AnnotateIgnoreWritesBegin(const char *file, int line);
+extern "C" void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define KD_EMU_RACE 1
+/* For the functions that switch the checker's fiber: an instrumented one
+ * would enter on one fiber's shadow stack and leave on another's. */
+#define KD_EMU_SWITCHES __attribute__((no_sanitize_thread, noinline))
+#else
+#define KD_EMU_RACE 0
+#define KD_EMU_SWITCHES
+#endif
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -61,18 +90,92 @@ inline emu_dim3 blockIdx;
 
 namespace emu {
 
+/* Hooks for ThreadSanitizer; each is a no-op in a normal build. */
+namespace race {
+/* Hidden: while one lives, the current fiber's reads and writes are not
+ * recorded (the emulator's own state, shared by every fiber). */
+struct [[maybe_unused]] Hidden {
+#if KD_EMU_RACE
+    Hidden()
+    {
+        AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+        AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+    }
+    ~Hidden()
+    {
+        AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+        AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+    }
+    Hidden(const Hidden &) = delete;
+    Hidden &operator=(const Hidden &) = delete;
+#endif
+};
+/* release: the current fiber's accesses so far happen before those of
+ * any fiber that later calls acquire on the same address. */
+inline void release([[maybe_unused]] void *sync)
+{
+#if KD_EMU_RACE
+    __tsan_release(sync);
+#endif
+}
+inline void acquire([[maybe_unused]] void *sync)
+{
+#if KD_EMU_RACE
+    __tsan_acquire(sync);
+#endif
+}
+inline void *current_fiber()
+{
+#if KD_EMU_RACE
+    return __tsan_get_current_fiber();
+#else
+    return nullptr;
+#endif
+}
+/* create_fiber makes the checker's fiber for CUDA thread tid; reports
+ * name it "threadIdx.x=tid". */
+inline void *create_fiber([[maybe_unused]] unsigned tid)
+{
+#if KD_EMU_RACE
+    void *f = __tsan_create_fiber(0);
+    char name[32];
+    std::snprintf(name, sizeof name, "threadIdx.x=%u", tid);
+    __tsan_set_fiber_name(f, name);
+    return f;
+#else
+    return nullptr;
+#endif
+}
+/* switch_to tells the checker that the fiber f runs next; with sync, the
+ * current fiber's accesses so far happen before f's from now on. */
+KD_EMU_SWITCHES inline void switch_to([[maybe_unused]] void *f, [[maybe_unused]] bool sync)
+{
+#if KD_EMU_RACE
+    __tsan_switch_to_fiber(f, sync ? 0 : __tsan_switch_to_fiber_no_sync);
+#endif
+}
+} /* namespace race */
+
 struct Trap {};
 
 struct Fiber {
     ucontext_t ctx;
     unsigned tid = 0;
     bool done = false;
+    void *race = nullptr; /* the checker's fiber (race checking only) */
 };
 
+/* A barrier of `expected` threads. gen counts completed rounds; a thread
+ * arriving in round g releases, and on leaving acquires, sync[g & 1]: no
+ * thread can arrive in round g + 2 before every thread has left round g,
+ * so two objects keep the rounds apart. */
 struct Barrier {
     int expected = 0;
     int arrived = 0;
     std::vector<Fiber *> waiters;
+    unsigned gen = 0;
+    bool orders_memory = true; /* false for the warp exchange rounds */
+    char sync[2] = {};
 };
 
 struct Block {
@@ -87,6 +190,8 @@ struct Block {
     std::vector<unsigned> parity;  /* exchange rounds per thread */
     const std::function<void()> *body = nullptr;
     int traps = 0;
+    void *sched_race = nullptr; /* the checker's fiber of the scheduler */
+    char done_sync = 0;         /* fibers release it as they end */
 };
 
 inline Block *cur = nullptr;
@@ -96,20 +201,38 @@ inline void release(Barrier &b)
     for (Fiber *f : b.waiters) cur->ready.push_back(f);
     b.waiters.clear();
     b.arrived = 0;
+    ++b.gen;
+}
+
+/* yield hands the OS thread back to the scheduler until this fiber is
+ * resumed. */
+KD_EMU_SWITCHES inline void yield()
+{
+    race::switch_to(cur->sched_race, false);
+    swapcontext(&cur->current->ctx, &cur->sched);
 }
 
 inline void wait(Barrier &b)
 {
-    if (++b.arrived >= b.expected) {
-        release(b);
-        return;
+    char *sync = nullptr;
+    {
+        race::Hidden h;
+        if (b.orders_memory) sync = &b.sync[b.gen & 1];
+        if (sync) race::release(sync);
+        if (++b.arrived >= b.expected) {
+            release(b);
+        } else {
+            b.waiters.push_back(cur->current);
+            yield();
+        }
     }
-    b.waiters.push_back(cur->current);
-    swapcontext(&cur->current->ctx, &cur->sched);
+    if (sync) race::acquire(sync);
 }
 
 inline void drop(Barrier &b)
 {
+    race::Hidden h;
+    if (b.orders_memory) race::release(&b.sync[b.gen & 1]);
     --b.expected;
     if (b.arrived > 0 && b.arrived >= b.expected) release(b);
 }
@@ -122,6 +245,7 @@ inline void drop(Barrier &b)
  * warp run the same sequence of collectives, so their counts agree. */
 inline const uint64_t *round(uint64_t bits)
 {
+    race::Hidden h; /* the exchange buffers are the emulator's */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     std::vector<uint64_t> &buf = cur->xchg[cur->parity[threadIdx.x]++ & 1];
     buf[warp * 32 + lane] = bits;
@@ -135,25 +259,52 @@ inline T exchange(T v, int src_lane)
     static_assert(sizeof(T) <= 8, "shuffle of at most 64 bits");
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
-    const uint64_t got = round(bits)[src_lane & 31];
+    const uint64_t *all = round(bits);
+    uint64_t got;
+    {
+        race::Hidden h;
+        got = all[src_lane & 31];
+    }
     T out;
     std::memcpy(&out, &got, sizeof(T));
     return out;
 }
 
-inline void fiber_main()
+KD_EMU_SWITCHES inline void fiber_main()
 {
-    Block *b = cur;
-    Fiber *f = b->current;
+    Block *b;
+    Fiber *f;
+    const std::function<void()> *body;
+    {
+        race::Hidden h;
+        b = cur;
+        f = b->current;
+        body = b->body;
+    }
     try {
-        (*b->body)();
+        (*body)();
     } catch (const Trap &) {
+        race::Hidden h;
         ++b->traps;
     }
-    f->done = true;
-    drop(b->warp_bar[f->tid >> 5]);
-    drop(b->block_bar);
+    {
+        race::Hidden h;
+        f->done = true;
+        drop(b->warp_bar[f->tid >> 5]);
+        drop(b->block_bar);
+    }
+    race::release(&b->done_sync);
+    race::switch_to(b->sched_race, false);
     /* returning resumes uc_link, the scheduler */
+}
+
+/* race_fibers returns n checker fibers, created on first use and kept for
+ * the process (fiber t always emulates thread t). */
+inline std::vector<void *> &race_fibers(unsigned n)
+{
+    static std::vector<void *> pool;
+    while (pool.size() < n) pool.push_back(race::create_fiber(static_cast<unsigned>(pool.size())));
+    return pool;
 }
 
 /* init_fiber prepares f to start fiber_main on the given stack. Kept out
@@ -175,14 +326,21 @@ inline int launch(unsigned grid_x, unsigned block_x, const std::function<void()>
         std::fprintf(stderr, "emu::launch: block of %u threads\n", block_x);
         std::abort();
     }
-    constexpr size_t kStack = 128 * 1024;
+    constexpr size_t kStack = (KD_EMU_RACE ? 512 : 128) * 1024;
     int traps = 0;
+    race::Hidden hidden; /* the scheduler's own state; host code runs before and after */
     Block block;
+    block.sched_race = race::current_fiber();
     block.fibers.resize(block_x);
-    for (unsigned t = 0; t < block_x; ++t) block.stacks.emplace_back(new char[kStack]);
+    std::vector<void *> &rf = race_fibers(block_x);
+    for (unsigned t = 0; t < block_x; ++t) {
+        block.stacks.emplace_back(new char[kStack]);
+        block.fibers[t].race = rf[t];
+    }
     for (unsigned b = 0; b < grid_x; ++b) {
         block.block_bar = Barrier{static_cast<int>(block_x), 0, {}};
         block.warp_bar.assign(block_x / 32, Barrier{32, 0, {}});
+        for (Barrier &w : block.warp_bar) w.orders_memory = false;
         block.xchg[0].assign(block_x, 0);
         block.xchg[1].assign(block_x, 0);
         block.parity.assign(block_x, 0);
@@ -203,8 +361,10 @@ inline int launch(unsigned grid_x, unsigned block_x, const std::function<void()>
             block.ready.pop_front();
             block.current = f;
             threadIdx = emu_dim3{f->tid, 0, 0};
+            race::switch_to(f->race, true);
             swapcontext(&block.sched, &f->ctx);
         }
+        race::acquire(&block.done_sync); /* the block's accesses before the next block's, and the host's */
         for (unsigned t = 0; t < block_x; ++t) {
             if (!block.fibers[t].done) {
                 std::fprintf(stderr, "emu::launch: block %u deadlocked: thread %u waits at a barrier others skip\n", b, t);
@@ -242,14 +402,10 @@ inline unsigned __ballot_sync(unsigned, int pred)
     return m;
 }
 
-/* One OS thread runs every fiber and fibers switch only at collectives, so
- * a plain read-modify-write is atomic here. */
-inline unsigned atomicAdd(unsigned *p, unsigned v)
-{
-    const unsigned old = *p;
-    *p = old + v;
-    return old;
-}
+/* A relaxed atomic, as on the device: it orders no other memory. (One OS
+ * thread runs every fiber, so it is atomic anyway; the race checker needs
+ * to see it as one.) */
+inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __ffs(unsigned v) { return __builtin_ffs(static_cast<int>(v)); }
 
