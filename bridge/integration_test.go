@@ -80,13 +80,16 @@ func fakeTopk(bug bool) fakecuda.Kernel {
 	}
 }
 
-func newTopkFake(bug bool) *fakecuda.Driver {
+// topkFakeKernels maps every kd_topk_transform_<K> entry to fakeTopk.
+func topkFakeKernels(bug bool) map[string]fakecuda.Kernel {
 	ks := map[string]fakecuda.Kernel{}
 	for _, k := range topkEntryKs {
 		ks[fmtEntry("kd_topk_transform_%d", k)] = fakeTopk(bug)
 	}
-	return fakecuda.New(ks)
+	return ks
 }
+
+func newTopkFake(bug bool) *fakecuda.Driver { return fakecuda.New(topkFakeKernels(bug)) }
 
 // The cuda implementation through the harness's own pipeline (guards,
 // poison A and B, reference, checker) on generated topk_transform cases,

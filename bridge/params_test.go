@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/testfatbin"
 )
 
 // The kernel build's real outputs, when present (make kernels; CI builds
@@ -58,11 +59,7 @@ func TestBuiltFatbinsMatchLaunchers(t *testing.T) {
 }
 
 func TestCheckFatbinParams(t *testing.T) {
-	path := filepath.Join("..", "cuda", "testdata", "kparams.fatbin")
-	fb, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := testfatbin.KParams
 	imgs, err := cuda.ParseFatbin(fb)
 	if err != nil {
 		t.Fatal(err)

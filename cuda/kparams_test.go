@@ -1,14 +1,14 @@
 package cuda
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/testfatbin"
 )
 
-// kparamsWant is what cuobjdump 13.2 lists for testdata/kparams.fatbin
+// kparamsWant is what cuobjdump 13.2 lists for testfatbin.KParams
 // (EIATTR_KPARAM_INFO of the sm_90 ELF; the .param lines of the PTX):
 // ordinal, offset, size.
 var kparamsWant = map[string][]KernelParam{
@@ -18,10 +18,7 @@ var kparamsWant = map[string][]KernelParam{
 }
 
 func TestImageParamsKnownAnswers(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "kparams.fatbin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfatbin.KParams
 	imgs, err := ParseFatbin(b)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +35,7 @@ func TestImageParamsKnownAnswers(t *testing.T) {
 		}
 	}
 	if !kinds[KindELF] || !kinds[KindPTX] {
-		t.Fatalf("testdata/kparams.fatbin images %v, want an ELF and a PTX", imgs)
+		t.Fatalf("testfatbin.KParams images %v, want an ELF and a PTX", imgs)
 	}
 }
 
@@ -77,10 +74,7 @@ func TestPTXParams(t *testing.T) {
 }
 
 func TestImageParamsErrors(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "kparams.fatbin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfatbin.KParams
 	imgs, err := ParseFatbin(b)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Test kernels for cuda.ImageParams: parameter lists whose offsets, sizes
-// and alignment padding differ. Built by cuda/testdata/make-kparams.
+// and alignment padding differ. Built by internal/testfatbin/make-kparams.
 struct s20 { char c[20]; };          // 20 bytes, align 1
 struct s24 { double d; int i[4]; };  // 24 bytes, align 8
 
