@@ -119,3 +119,25 @@ func TestImageParamsErrors(t *testing.T) {
 		})
 	}
 }
+
+// ImageParams reads files users pass with --fatbin: on any bytes it returns
+// layouts or an error, never a panic. Seeds: both images of
+// testfatbin.KParams, alone (as a cubin or PTX) and in the container.
+func FuzzImageParams(f *testing.F) {
+	imgs, err := ParseFatbin(testfatbin.KParams)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(testfatbin.KParams, uint16(KindELF))
+	for _, im := range imgs {
+		f.Add(testfatbin.KParams[im.Offset:im.Offset+im.Size], uint16(im.Kind))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, kind uint16) {
+		if imgs, err := ParseFatbin(b); err == nil {
+			for _, im := range imgs {
+				_, _ = ImageParams(b, im)
+			}
+		}
+		_, _ = ImageParams(b, FatbinImage{Kind: ImageKind(kind), Size: len(b)})
+	})
+}
