@@ -8,12 +8,12 @@
 // use integer arithmetic, correctly rounded IEEE operations (+, −, ×, ÷,
 // math.Sqrt) and explicit float64 conversions that forbid FMA fusion; they
 // never call math.Log, math.Sin or math.Cos, whose results differ by
-// architecture.
+// architecture (package detmath has the deterministic ones).
 package rng
 
 // Version identifies the bit-to-value transforms of this package (Uniform,
 // Normal, Intn, Perm, the specials lists) and the key derivation of
 // CaseKey. Any change to what they return for a given stream bumps it, and
-// difftest.GeneratorVersion, which reports record, with it (a test keeps
-// the two equal).
+// difftest.GeneratorVersion, which reports record, with it (which also
+// moves on its own when a kernel's generator changes).
 const Version = 1

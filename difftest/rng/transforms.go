@@ -10,6 +10,8 @@ package rng
 import (
 	"fmt"
 	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest/detmath"
 )
 
 // Uniform returns a value in [0, 1) from one word w: (w >> 8) · 2^-24, a
@@ -24,7 +26,7 @@ func (s *Stream) Uniform() float64 {
 //	u1 = (a + 1) · 2^-32            in (0, 1]
 //	z  = sqrt(−2 ln u1) · cos(2π · b/2^32)
 //
-// computed in f64 with the package's deterministic ln and cos2pi and
+// computed in f64 with the deterministic detmath.Ln and detmath.Cos2Pi and
 // math.Sqrt (correctly rounded), so the bits are the same on every host.
 // |z| ≤ sqrt(64 ln 2) ≈ 6.66. Each value is within a few ULP of the exact
 // Box–Muller value of (a, b); determinism, not correct rounding, is the
@@ -34,8 +36,8 @@ func (s *Stream) Normal() float64 {
 	a := s.Uint32()
 	b := s.Uint32()
 	u1 := float64(uint64(a)+1) * 0x1p-32
-	r := math.Sqrt(-2 * ln(u1))
-	return float64(r * cos2pi(b))
+	r := math.Sqrt(-2 * detmath.Ln(u1))
+	return float64(r * detmath.Cos2Pi(b))
 }
 
 // Intn returns a uniform integer in [0, n), without modulo bias: words w

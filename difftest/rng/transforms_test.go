@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest/detmath"
 	"testing"
 )
 
@@ -12,7 +14,7 @@ import (
 // computed independently by testdata/known_answers.py; the normal and
 // integer digests come from this package at Version 1 (the Python script
 // has no bit-exact ln and cos) and guard against any change of the
-// transforms, the deterministic ln/cos2pi included. A failing digest means
+// transforms, the deterministic detmath.Ln/Cos2Pi included. A failing digest means
 // every generated input changed: bump Version and difftest.GeneratorVersion
 // together, then update the digest.
 func TestTransformDigests(t *testing.T) {
@@ -64,7 +66,7 @@ func TestUniform(t *testing.T) {
 }
 
 // TestNormalFormula: Normal is the Box–Muller value of its two words, to
-// within rounding of math.Log, math.Cos and the package's own ln/cos2pi.
+// within rounding of math.Log, math.Cos and detmath.Ln/Cos2Pi.
 func TestNormalFormula(t *testing.T) {
 	a, b := NewStream(7, 0, 0), NewStream(7, 0, 0)
 	for i := 0; i < 20000; i++ {
@@ -92,7 +94,7 @@ func TestNormalFormula(t *testing.T) {
 // normalOf runs Normal's transform on two given words.
 func normalOf(w1, w2 uint32) float64 {
 	u1 := float64(uint64(w1)+1) * 0x1p-32
-	return float64(math.Sqrt(-2*ln(u1)) * cos2pi(w2))
+	return float64(math.Sqrt(-2*detmath.Ln(u1)) * detmath.Cos2Pi(w2))
 }
 
 // TestNormalMoments: over 200,000 draws the mean, variance and the share

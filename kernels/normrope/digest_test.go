@@ -54,7 +54,7 @@ func TestInputDigests(t *testing.T) {
 	}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Errorf("digest changed (a generator change must bump rng.Version):\n got %s\nwant %s", got[i], want[i])
+			t.Errorf("digest changed (a generator change must bump difftest.GeneratorVersion):\n got %s\nwant %s", got[i], want[i])
 		}
 	}
 }

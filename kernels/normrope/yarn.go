@@ -3,14 +3,19 @@
 // ICLR 2024, §3.2 "NTK-by-parts" interpolation), as the DeepSeek-V3.2 and
 // DeepSeek-V4 reference inference code builds them in precompute_freqs_cis
 // (inference/model.py: find_correction_dim, find_correction_range,
-// linear_ramp_factor). Computed here in f64 and stored as f32.
+// linear_ramp_factor). Computed here in f64 (math/big for the base
+// frequencies, detmath for ln, sin and cos, so the bits do not depend on
+// the host) and stored as f32.
 
 package normrope
 
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"sync"
+
+	"github.com/kerneldiff/kerneldiff/difftest/detmath"
 )
 
 // YaRN model families of the freqs input.
@@ -48,7 +53,27 @@ func (y Yarn) MaxPositions() int { return int(float64(y.Original) * y.Factor) }
 // frequency θ^(−2j/64) completes rot rotations over the original context:
 // 64·ln(Original / (2π·rot)) / (2·ln θ).
 func (y Yarn) correctionDim(rot float64) float64 {
-	return RopeDim * math.Log(float64(y.Original)/(rot*2*math.Pi)) / (2 * math.Log(y.Theta))
+	return RopeDim * detmath.Ln(float64(y.Original)/float64(rot*2*math.Pi)) / float64(2*detmath.Ln(y.Theta))
+}
+
+// baseFreq returns θ^(−j/32) = θ^(−2j/64), the RoPE base frequency of pair
+// j, correctly rounded to f64 (unless the exact value lies within 2^-240
+// of a rounding boundary): θ^(1/32) by five square roots in math/big at 256
+// bits, its j-th power, the reciprocal, one rounding. math.Pow is only
+// faithful, and its last bit depends on the host (FMA fusion, DESIGN.md
+// §5); math/big is integer arithmetic, the same everywhere.
+func baseFreq(theta float64, j int) float64 {
+	const prec = 256
+	root := new(big.Float).SetPrec(prec).SetFloat64(theta)
+	for n := RopeDim / 2; n > 1; n /= 2 { // RopeDim/2 = 32 = 2^5: five square roots
+		root.Sqrt(root)
+	}
+	pow := new(big.Float).SetPrec(prec).SetInt64(1)
+	for i := 0; i < j; i++ {
+		pow.Mul(pow, root)
+	}
+	f, _ := pow.Quo(new(big.Float).SetPrec(prec).SetInt64(1), pow).Float64()
+	return f
 }
 
 // Ramp returns the correction range (low, high): low = floor(correctionDim(β_fast))
@@ -73,7 +98,7 @@ func (y Yarn) Ramp() (low, high float64) {
 // code applies this whenever max_seq_len > original_seq_len, which holds
 // for both families' deployed configurations, so it is always applied here.
 func (y Yarn) Freq(j int) float64 {
-	base := 1 / math.Pow(y.Theta, float64(2*j)/RopeDim)
+	base := baseFreq(y.Theta, j)
 	low, high := y.Ramp()
 	if low == high {
 		high += 0.001
@@ -92,11 +117,11 @@ var yarnCache struct {
 // FreqsTable returns the freqs input of model for positions [0, maxPos):
 // maxPos·64 f32 values, row p holding (cos(p·freq_j), sin(p·freq_j)) for
 // j = 0..31 interleaved. Each angle p·freq_j is one f64 product, its cosine
-// and sine are f64 (math.Cos, math.Sin, which reduce large arguments
-// exactly) and each is rounded once to f32. The values are within 1 f32 ULP
-// of the exact ones; on hosts where Go fuses multiply-adds inside math.Sin
-// (arm64) a rare value may round the other way, which changes the freqs
-// digest but not the contract (freqs is an input, never recomputed).
+// and sine are f64 (detmath.SinCos: within 3.3e-16 of the exact values,
+// and the same bits on every host and Go build) and each is rounded once
+// to f32, so every value is within 1 f32 ULP of the exact one and the
+// table is byte-identical on amd64 and arm64 (math.Sin and math.Cos are
+// not: their multiply-adds fuse on arm64).
 //
 // Tables are cached per model, so repeated cases cost a copy; the result
 // is a fresh slice the caller may modify. maxPos must be in [1,
@@ -136,9 +161,9 @@ func buildFreqs(y Yarn, have []float32, maxPos int) []float32 {
 		for p := first + lo; p < first+hi; p++ {
 			row := out[p*RopeDim : (p+1)*RopeDim]
 			for j, f := range freq {
-				a := float64(float64(p) * f)
-				row[2*j] = float32(math.Cos(a))
-				row[2*j+1] = float32(math.Sin(a))
+				sin, cos := detmath.SinCos(float64(float64(p) * f))
+				row[2*j] = float32(cos)
+				row[2*j+1] = float32(sin)
 			}
 		}
 	})

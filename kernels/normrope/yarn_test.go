@@ -77,21 +77,65 @@ func TestFreqsTable(t *testing.T) {
 				t.Errorf("%s: position 0 pair %d = (%g, %g), want (1, 0)", model, j, long[2*j], long[2*j+1])
 			}
 		}
-		// Row 69999: each value is the f32 rounding of cos/sin of one f64 angle.
-		for _, j := range []int{0, 13, 31} {
-			a := 69999 * y.Freq(j)
-			c, s := long[69999*RopeDim+2*j], long[69999*RopeDim+2*j+1]
-			if c != float32(math.Cos(a)) || s != float32(math.Sin(a)) {
-				t.Errorf("%s: row 69999 pair %d = (%g, %g), want (%g, %g)", model, j, c, s, float32(math.Cos(a)), float32(math.Sin(a)))
+		// Every value is the f32 rounding of cos or sin of one f64 angle:
+		// math.Cos and math.Sin (an independent implementation, within
+		// about 1 f64 ULP) round to the same f32 except where the value
+		// lies within 1e-15 of an f32 midpoint, and then one f32 ULP away.
+		var freq [RopeDim / 2]float64
+		for j := range freq {
+			freq[j] = y.Freq(j)
+		}
+		flips := 0
+		for p := 0; p < 70000; p++ {
+			for j, f := range freq {
+				a := float64(float64(p) * f)
+				for k, want := range [2]float64{math.Cos(a), math.Sin(a)} {
+					got := long[p*RopeDim+2*j+k]
+					if got == float32(want) {
+						continue
+					}
+					flips++
+					lo, hi := math.Nextafter32(got, float32(math.Inf(-1))), math.Nextafter32(got, float32(math.Inf(1)))
+					mid := (float64(got) + float64(lo)) / 2
+					if float32(want) == hi {
+						mid = (float64(got) + float64(hi)) / 2
+					} else if float32(want) != lo {
+						t.Fatalf("%s: position %d pair %d (%s) = %g, math gives %g: more than 1 f32 ULP apart", model, p, j, [2]string{"cos", "sin"}[k], got, want)
+					}
+					if math.Abs(want-mid) > 1e-15 {
+						t.Fatalf("%s: position %d pair %d = %g, math gives %g, %g from the f32 midpoint", model, p, j, got, want, math.Abs(want-mid))
+					}
+				}
 			}
-			if d := math.Abs(float64(c)*float64(c) + float64(s)*float64(s) - 1); d > 2e-7 {
-				t.Errorf("%s: row 69999 pair %d: cos²+sin² − 1 = %g", model, j, d)
-			}
+		}
+		t.Logf("%s: %d of %d values round the other way from math.Cos/Sin (all at f32 midpoints)", model, flips, 70000*RopeDim)
+		c, s := long[69999*RopeDim+2*13], long[69999*RopeDim+2*13+1]
+		if d := math.Abs(float64(c)*float64(c) + float64(s)*float64(s) - 1); d > 2e-7 {
+			t.Errorf("%s: row 69999 pair 13: cos²+sin² − 1 = %g", model, d)
 		}
 	}
 	for _, bad := range []int{0, 1<<24 + 1} {
 		if _, err := FreqsTable(ModelV4, bad); err == nil {
 			t.Errorf("FreqsTable(v4, %d) = nil error", bad)
+		}
+	}
+}
+
+// baseFreq is correctly rounded: where θ^(−j/32) is a short decimal (θ a
+// fourth power: 10^4, 20^4 = 160000) it equals the double nearest that
+// decimal, which 1/math.Pow misses by up to 2 ULP (j = 8: 0.09999999999999998).
+func TestBaseFreqKnownAnswers(t *testing.T) {
+	tests := []struct {
+		theta float64
+		j     int
+		want  float64
+	}{
+		{10000, 0, 1}, {10000, 8, 0.1}, {10000, 16, 0.01}, {10000, 24, 0.001}, {10000, 32, 0.0001},
+		{160000, 0, 1}, {160000, 8, 0.05}, {160000, 16, 0.0025}, {160000, 24, 0.000125},
+	}
+	for _, tc := range tests {
+		if got := baseFreq(tc.theta, tc.j); got != tc.want {
+			t.Errorf("baseFreq(%v, %d) = %.17g, want %.17g", tc.theta, tc.j, got, tc.want)
 		}
 	}
 }
