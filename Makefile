@@ -9,7 +9,7 @@ DIFFTEST_ARGS ?=
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels test emu emu-faults emu-race gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels test emu emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -41,6 +41,12 @@ emu-faults:
 # fault build reported (about a minute and a half).
 emu-race:
 	scripts/test-kernels-emu --race $(BUILD)/emu
+
+# The input generators on arm64 (under qemu-aarch64, fetched by
+# scripts/setup-qemu): every suite case's input digest and the rng, detmath
+# and per-kernel digest tests must match the x86-64 goldens (about a minute).
+xarch:
+	scripts/test-xarch $(BUILD)
 
 gotest:
 	scripts/setup-pytools

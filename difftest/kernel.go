@@ -18,8 +18,9 @@ import (
 //	1  the first generators
 //	2  norm_rope_store's YaRN freqs tables: base frequencies correctly
 //	   rounded (math/big) and sin/cos by detmath.SinCos, so the tables are
-//	   the same on every host (math.Pow, math.Sin and math.Cos made the
-//	   "positions" cases' inputs differ between amd64 and arm64)
+//	   the same on every host (with math.Pow the three "positions" cases
+//	   of the default suite drew other inputs on arm64 than on amd64;
+//	   math.Sin and math.Cos could have too)
 const GeneratorVersion = 2
 
 // CaseSpec is one entry of a suite: which kernel, which input family, and

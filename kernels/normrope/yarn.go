@@ -120,8 +120,9 @@ var yarnCache struct {
 // and sine are f64 (detmath.SinCos: within 3.3e-16 of the exact values,
 // and the same bits on every host and Go build) and each is rounded once
 // to f32, so every value is within 1 f32 ULP of the exact one and the
-// table is byte-identical on amd64 and arm64 (math.Sin and math.Cos are
-// not: their multiply-adds fuse on arm64).
+// table is byte-identical on amd64 and arm64 (math.Pow, math.Sin and
+// math.Cos need not be: their multiply-adds fuse on arm64; math.Pow did
+// change the v32 and v4 tables there, scripts/test-xarch).
 //
 // Tables are cached per model, so repeated cases cost a copy; the result
 // is a fresh slice the caller may modify. maxPos must be in [1,
