@@ -3,13 +3,13 @@ package normrope
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
@@ -38,23 +38,6 @@ func TestInputDigests(t *testing.T) {
 			fmt.Fprintf(&b, "%s %s %x\n", spec.Name, in.Name, in.Digest())
 		}
 	}
-	path := filepath.Join("testdata", "digests.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, want := strings.Split(b.String(), "\n"), strings.Split(string(golden), "\n")
-	if len(got) != len(want) {
-		t.Fatalf("%d digest lines, golden has %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("digest changed (a generator change must bump difftest.GeneratorVersion):\n got %s\nwant %s", got[i], want[i])
-		}
-	}
+	golden.Check(t, filepath.Join("testdata", "digests.golden"), b.String(), *update,
+		"a generator change bumps difftest.GeneratorVersion and rewrites it with -update")
 }

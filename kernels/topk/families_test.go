@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
@@ -80,19 +80,8 @@ func TestDigestsPinned(t *testing.T) {
 			}
 		}
 	}
-	path := filepath.Join("testdata", "digests.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("input digests changed (generator version %d):\n got:\n%s\nwant:\n%s", difftest.GeneratorVersion, b.String(), want)
-	}
+	golden.Check(t, filepath.Join("testdata", "digests.golden"), b.String(), *update,
+		"a generator change bumps difftest.GeneratorVersion and rewrites it with -update")
 	// And twice in one process.
 	c1, c2 := gen(t, "gaussian", "again", map[string]any{"K": int64(8), "lengths": ints(500, 3)}), gen(t, "gaussian", "again", map[string]any{"K": int64(8), "lengths": ints(500, 3)})
 	for i := range c1.Inputs {
