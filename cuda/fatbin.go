@@ -105,20 +105,22 @@ func ParseFatbin(b []byte) ([]FatbinImage, error) {
 		if hsize < 16 {
 			return nil, fmt.Errorf("fatbin: offset %d: header size %d, must be ≥ 16", pos, hsize)
 		}
-		end := uint64(pos) + uint64(hsize) + body
-		if end > uint64(len(b)) {
-			return nil, fmt.Errorf("fatbin: offset %d: container of %d bytes runs past the end of the file (%d bytes)", pos, uint64(hsize)+body, len(b))
+		// Sizes are compared with the bytes left, never added first: a
+		// size near 2^64 would wrap the sum and stall the loop.
+		if left := len(b) - pos; hsize > left || body > uint64(left-hsize) {
+			return nil, fmt.Errorf("fatbin: offset %d: container of %d+%d bytes runs past the end of the file (%d bytes)", pos, hsize, body, len(b))
 		}
-		for e := pos + hsize; e < int(end); {
-			if int(end)-e < 64 {
-				return nil, fmt.Errorf("fatbin: offset %d: %d bytes left in the container, an entry header needs 64", e, int(end)-e)
+		end := pos + hsize + int(body)
+		for e := pos + hsize; e < end; {
+			if end-e < 64 {
+				return nil, fmt.Errorf("fatbin: offset %d: %d bytes left in the container, an entry header needs 64", e, end-e)
 			}
 			ehsize := int(le.Uint32(b[e+4:]))
 			psize := le.Uint64(b[e+8:])
 			if ehsize < 64 {
 				return nil, fmt.Errorf("fatbin: offset %d: entry header size %d, must be ≥ 64", e, ehsize)
 			}
-			if uint64(e)+uint64(ehsize)+psize > end {
+			if left := end - e; ehsize > left || psize > uint64(left-ehsize) {
 				return nil, fmt.Errorf("fatbin: offset %d: entry payload of %d bytes runs past its container (ends at %d)", e, psize, end)
 			}
 			im := FatbinImage{
@@ -137,7 +139,7 @@ func ParseFatbin(b []byte) ([]FatbinImage, error) {
 			out = append(out, im)
 			e += ehsize + int(psize)
 		}
-		pos = int(end)
+		pos = end
 	}
 	return out, nil
 }

@@ -106,6 +106,11 @@ func TestParseFatbinErrors(t *testing.T) {
 		{"short tail", append(append([]byte(nil), good...), 1, 2, 3), "3 trailing bytes"},
 		{"entry header too small", bad(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[16+4:], 8); return b }), "entry header size 8"},
 		{"payload past container", bad(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16+8:], 1<<20); return b }), "runs past its container"},
+		// Sizes that wrap a uint64 sum back to the start used to stall the
+		// parser in an endless loop.
+		{"container size wraps", bad(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[8:], 1<<64-16); return b }), "runs past the end of the file"},
+		{"payload size wraps", bad(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16+8:], 1<<64-64); return b }), "runs past its container"},
+		{"entry header past container", bad(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[16+4:], 1<<31); return b }), "runs past its container"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
