@@ -21,14 +21,23 @@
  * Race checking (built with -fsanitize=thread): ThreadSanitizer sees each
  * CUDA thread as a fiber and reports two accesses to the same memory, one
  * a write, that no happens-before edge orders, whatever order the fibers
- * ran in. The edges are CUDA's: __syncthreads (every thread's accesses
- * before the barrier happen before every thread's after it), the end of a
- * block before the next block and before the host reads the outputs, and
- * the host's writes before the launch. Warp shuffles and ballots exchange
- * values only: they order no memory, as __syncwarp would (CUDA C++
- * Programming Guide, warp shuffle functions vs. __syncwarp). atomicAdd is
- * a relaxed atomic: atomics never race with each other but order nothing.
- * The emulator's own bookkeeping is hidden from the checker.
+ * ran in, within one block. The edges within a block are CUDA's:
+ * __syncthreads (every thread's accesses before the barrier happen before
+ * every thread's after it); warp shuffles and ballots exchange values only
+ * and order no memory, as __syncwarp would (CUDA C++ Programming Guide,
+ * warp shuffle functions vs. __syncwarp); atomicAdd is a relaxed atomic
+ * (atomics never race with each other but order nothing). Two edges are
+ * the emulator's, not CUDA's: a thread that returns has its accesses
+ * happen before those of every thread leaving the barrier round then in
+ * progress; and blocks run one after another, each ordered before the
+ * next (thread t of every block is one checker fiber), so a race between
+ * two blocks through global memory is NOT reported (static __shared__
+ * variables, one object per block on a GPU, need this). The host's writes
+ * happen before the launch and the last block before the host reads the
+ * outputs. The emulator's own bookkeeping is hidden from the checker.
+ * Built with GCC only: clang instruments the fiber-switching functions
+ * even under no_sanitize, which unbalances the checker's shadow stacks,
+ * so a clang race build stops with #error.
  *
  * Host f32 arithmetic is IEEE binary32 with round-to-nearest-even; compile
  * with -ffp-contract=off (no FMA contraction) so the explicit rounding
@@ -54,6 +63,11 @@
 #include <memory>
 #include <vector>
 
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#error "host_emu.h race checking is built with GCC (g++ -fsanitize=thread); see the header comment"
+#endif
+#endif
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 /* ThreadSanitizer's dynamic annotations (its runtime exports them). */
@@ -396,6 +410,7 @@ inline T __shfl_up_sync(unsigned, T v, unsigned o)
 inline unsigned __ballot_sync(unsigned, int pred)
 {
     const uint64_t *all = emu::round(pred ? 1u : 0u);
+    emu::race::Hidden h; /* the exchange buffers are the emulator's */
     unsigned m = 0;
     for (int l = 0; l < 32; ++l)
         if (all[l]) m |= 1u << l;
