@@ -87,7 +87,7 @@ func TestCheckFatbinParams(t *testing.T) {
 		{"no parameters", fb, one("kp_none", 8), "fatbin F: sm_90 image: kp_none takes 0 parameter(s) []; the launcher packs one kd_x_params of 8 bytes"},
 		{"lone cubin", cubin, one("kp_scalars", 8), "fatbin F: cubin image: kp_scalars takes 5 parameter(s) [8 bytes at offset 0, 4 bytes at offset 8,"},
 		{"lone PTX", ptx, one("kp_scalars", 8), "fatbin F: PTX image: kp_scalars takes 5 parameter(s)"},
-		{"broken container", fb[:20], one("kp_none", 0), "F: fatbin: offset 0: container of 8944 bytes runs past the end of the file (20 bytes)"},
+		{"broken container", fb[:20], one("kp_none", 0), "F: fatbin: offset 0: container (16-byte header, 8928 bytes of entries) runs past the end of the file (20 bytes)"},
 		{"not a module: left to the driver", []byte("not a module"), one("kp_none", 0), ""},
 	}
 	for _, tt := range tests {

@@ -108,7 +108,7 @@ func ParseFatbin(b []byte) ([]FatbinImage, error) {
 		// Sizes are compared with the bytes left, never added first: a
 		// size near 2^64 would wrap the sum and stall the loop.
 		if left := len(b) - pos; hsize > left || body > uint64(left-hsize) {
-			return nil, fmt.Errorf("fatbin: offset %d: container of %d+%d bytes runs past the end of the file (%d bytes)", pos, hsize, body, len(b))
+			return nil, fmt.Errorf("fatbin: offset %d: container (%d-byte header, %d bytes of entries) runs past the end of the file (%d bytes)", pos, hsize, body, len(b))
 		}
 		end := pos + hsize + int(body)
 		for e := pos + hsize; e < end; {
