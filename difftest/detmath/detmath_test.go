@@ -128,17 +128,22 @@ func TestCos2PiAccuracy(t *testing.T) {
 // bigPi is π to 200 decimal digits (well past the 256 bits used below).
 const bigPi = "3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798214808651328230664709384460955058223172535940812848111745028410270193852110555964462294895493038196"
 
+// bigHalfPi is π/2 to 256 bits.
+var bigHalfPi = func() *big.Float {
+	pi, _, err := big.ParseFloat(bigPi, 10, 256, big.ToNearestEven)
+	if err != nil {
+		panic(err)
+	}
+	return pi.Quo(pi, big.NewFloat(2))
+}()
+
 // bigSinCos returns sin x and cos x to about 240 bits with math/big: x is
 // reduced by a 256-bit π/2 and the Taylor series summed until its terms
 // vanish. It is the yardstick for SinCos.
 func bigSinCos(x float64) (sin, cos float64) {
 	const prec = 256
 	nf := func() *big.Float { return new(big.Float).SetPrec(prec) }
-	pi, _, err := big.ParseFloat(bigPi, 10, prec, big.ToNearestEven)
-	if err != nil {
-		panic(err)
-	}
-	halfPi := nf().Quo(pi, nf().SetInt64(2))
+	halfPi := bigHalfPi
 	xb := nf().SetFloat64(x)
 	q := nf().Quo(xb, halfPi)
 	q.Add(q, nf().SetFloat64(0.5))
