@@ -7,8 +7,78 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // the suite names both kernels
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
+	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
+
+// kernels/faults.txt and the Go mutant catalog (DESIGN.md §8) describe
+// the same faults: every Go mutant has one CUDA fault build named after
+// it, each build names a mutant of its own kernel (or "-" for a RACE_*
+// build), and the kernel's source switches on its KD_FAULT_ macro.
+func TestFaultListCoversCatalog(t *testing.T) {
+	builds, err := readFaultList(filepath.Join("..", "kernels", "faults.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := map[string]struct {
+		src     string
+		mutants []difftest.Mutant
+	}{
+		"topk_transform":  {"topk/topk.cu", topk.Mutants()},
+		"norm_rope_store": {"normrope/normrope.cu", normrope.Mutants()},
+	}
+	owner := map[string]string{} // Go mutant → kernel
+	for k, kk := range kernels {
+		for _, m := range kk.mutants {
+			owner[m.Name] = k
+		}
+	}
+	built := map[string]string{} // Go mutant → fault build
+	seen := map[string]bool{}
+	for _, b := range builds {
+		if seen[b.Name] {
+			t.Errorf("%s: listed twice", b.Name)
+		}
+		seen[b.Name] = true
+		kk, ok := kernels[b.Kernel]
+		if !ok {
+			t.Errorf("%s: kernel %q is not topk_transform or norm_rope_store", b.Name, b.Kernel)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", "kernels", kk.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), "KD_FAULT_"+b.Name+"\n") && !strings.Contains(string(src), "KD_FAULT_"+b.Name+")") {
+			t.Errorf("%s: kernels/%s never tests KD_FAULT_%s", b.Name, kk.src, b.Name)
+		}
+		if b.Mutant == "-" {
+			if !strings.HasPrefix(b.Name, "RACE_") {
+				t.Errorf("%s: no catalog mutant, but not a RACE_* build", b.Name)
+			}
+			continue
+		}
+		if k, ok := owner[b.Mutant]; !ok || k != b.Kernel {
+			t.Errorf("%s: %q is not a catalog mutant of %s", b.Name, b.Mutant, b.Kernel)
+		}
+		if want := strings.ToUpper(strings.ReplaceAll(b.Mutant, "-", "_")); b.Name != want {
+			t.Errorf("%s: the build of mutant %s should be named %s", b.Name, b.Mutant, want)
+		}
+		if prev, ok := built[b.Mutant]; ok {
+			t.Errorf("%s: mutant %s already has build %s", b.Name, b.Mutant, prev)
+		}
+		built[b.Mutant] = b.Name
+	}
+	for m, k := range owner {
+		if _, ok := built[m]; !ok {
+			t.Errorf("catalog mutant %s (%s) has no fault build in kernels/faults.txt", m, k)
+		}
+	}
+	if len(built) != 22 {
+		t.Errorf("%d catalog mutants have fault builds, want the 22 of DESIGN.md §8", len(built))
+	}
+}
 
 // gpu-selftest over fault builds on the fake device: a build whose kernel
 // is wrong is caught, one that is right is reported as not caught, race

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "normrope.h"
+#include "../f16round.h"
 
 namespace kd_normrope {
 
@@ -43,28 +44,13 @@ __device__ __forceinline__ uint16_t f32_to_bf16(float f)
 #endif
 }
 
-#ifdef KD_FAULT_FP8_DOUBLE_ROUND
-/* round_through_f16 rounds q to binary16 (nearest even) and back. */
-__device__ __forceinline__ float round_through_f16(float q)
-{
-#ifdef __CUDA_ARCH__
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(q));
-    asm("cvt.f32.f16 %0, %1;" : "=f"(q) : "h"(h));
-    return q;
-#else
-    return static_cast<float>(static_cast<_Float16>(q)); /* host emulation */
-#endif
-}
-#endif
-
 /* f32_to_e4m3fn encodes q as OCP e4m3fn (bias 7, no infinities, 0x7F/0xFF
  * NaN): round to nearest, ties to even; |q| > 448 and +-inf saturate to
  * +-448 (0x7E | sign); NaN of either sign gives 0x7F. */
 __device__ __forceinline__ uint8_t f32_to_e4m3fn(float q)
 {
 #ifdef KD_FAULT_FP8_DOUBLE_ROUND
-    q = round_through_f16(q); /* Fault: two roundings. */
+    q = kd_round_through_f16(q); /* Fault: two roundings. */
 #endif
     const uint32_t u = __float_as_uint(q);
     const uint32_t sign = (u >> 24) & 0x80u;

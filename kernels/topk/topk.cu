@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "topk.h"
+#include "../f16round.h"
 
 namespace kd_topk {
 
@@ -45,6 +46,26 @@ __device__ __forceinline__ uint32_t key32(uint32_t bits)
 {
     const uint32_t flip = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31) | 0x80000000u;
     return bits ^ flip;
+}
+
+/* select_key is the key the select ranks row value bits by: key32 itself
+ * in a normal build. */
+__device__ __forceinline__ uint32_t select_key(uint32_t bits)
+{
+#ifdef KD_FAULT_TOPK_COARSE_ONLY
+    /* Fault: ranks by the binary16 rounding of the value alone, the key of a
+     * coarse first pass, with no exact refinement: values that round to the
+     * same fp16 tie, and the lowest positions fill the ties. */
+    return key32(__float_as_uint(kd_round_through_f16(__uint_as_float(bits))));
+#else
+    return key32(bits);
+#endif
+}
+
+/* is_nan reports whether f32 bits are a NaN of either sign. */
+__device__ __forceinline__ bool is_nan(uint32_t bits)
+{
+    return (bits & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
 /* block_scan returns the inclusive prefix sum of v over the block in
@@ -146,7 +167,7 @@ __device__ __forceinline__ void histogram_digit(Shared &s, const uint32_t *row, 
         }
     } else {
         for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-            const uint32_t k = key32(row[i]);
+            const uint32_t k = select_key(row[i]);
             if ((k & high_mask) == prefix) atomicAdd(&s.hist[(k >> shift) & digit_mask], 1u);
         }
     }
@@ -168,7 +189,7 @@ __device__ __forceinline__ uint32_t gather_candidates(Shared &s, const uint32_t 
         uint32_t k = 0;
         bool take = false;
         if (i < n) {
-            k = key32(row[i]);
+            k = select_key(row[i]);
             take = (k >> kShift0) == bin0;
         }
         const unsigned m = __ballot_sync(kFullMask, take);
@@ -187,20 +208,30 @@ __device__ __forceinline__ uint32_t gather_candidates(Shared &s, const uint32_t 
     return s.cand_count;
 }
 
-/* emit writes selected position i to output slot r. */
+/* emit writes selected position i, whose value has f32 bits `bits`, to
+ * output slot r. */
 __device__ __forceinline__ void emit(int32_t *out_page, int32_t *out_raw, const int32_t *page_row,
-                                     int log2_page, uint32_t r, int64_t i, uint32_t key)
+                                     int log2_page, uint32_t r, int64_t i, uint32_t bits)
 {
 #ifdef KD_FAULT_TOPK_FLT_MAX_SENTINEL
     /* Fault: rows are padded with -FLT_MAX, so -inf (and -NaN) picks lose to
      * the padding and come back as -1. key32(-inf) = 0x007FFFFF. */
-    if (key <= 0x007FFFFFu) {
+    if (key32(bits) <= 0x007FFFFFu) {
         out_page[r] = -1;
         if (out_raw != nullptr) out_raw[r] = -1;
         return;
     }
+#endif
+#ifdef KD_FAULT_TOPK_NAN_GARBAGE
+    /* Fault: a NaN pick comes back as INT_MIN in both outputs, as an x86
+     * float-to-int conversion of the NaN would make it. */
+    if (is_nan(bits)) {
+        out_page[r] = INT32_MIN;
+        if (out_raw != nullptr) out_raw[r] = INT32_MIN;
+        return;
+    }
 #else
-    (void)key;
+    (void)bits;
 #endif
     out_page[r] = slot_of(page_row, i, log2_page);
     if (out_raw != nullptr) out_raw[r] = static_cast<int32_t>(i);
@@ -234,6 +265,13 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
             const int32_t raw = j < len ? len - 1 - j : -1; /* Fault: reversed. */
 #else
             const int32_t raw = j < len ? j : -1;
+#endif
+#ifdef KD_FAULT_TOPK_NAN_GARBAGE
+            if (raw >= 0 && is_nan(row[raw])) { /* Fault: a NaN pick becomes INT_MIN. */
+                out_page[j] = INT32_MIN;
+                if (out_raw != nullptr) out_raw[j] = INT32_MIN;
+                continue;
+            }
 #endif
             out_page[j] = raw >= 0 ? slot_of(page_row, raw, p.log2_page) : -1;
             if (out_raw != nullptr) out_raw[j] = raw;
@@ -316,9 +354,10 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
     uint32_t base_above = 0, base_tie = 0;
     for (int64_t i0 = 0; i0 < n; i0 += kThreads) {
         const int64_t i = i0 + threadIdx.x;
-        uint32_t k = 0, above = 0, tie = 0;
+        uint32_t bits = 0, k = 0, above = 0, tie = 0;
         if (i < n) {
-            k = key32(row[i]);
+            bits = row[i];
+            k = select_key(bits);
             above = k > thresh;
             tie = k == thresh;
         }
@@ -327,17 +366,17 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
         const uint32_t excl = block_scan(packed, s.warp_sums, &total) - packed;
         if (above) {
             const uint32_t r = base_above + (excl & 0xFFFFu);
-            if (r < n_above && r < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, r, i, k);
+            if (r < n_above && r < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, r, i, bits);
         }
         if (tie && fill_ties) {
             const uint32_t r = base_tie + (excl >> 16);
 #ifdef KD_FAULT_TOPK_DUP_ON_PLATEAU
-            if (dup_plateau && r == 0 && n_above + 1 < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, n_above + 1, i, k);
+            if (dup_plateau && r == 0 && n_above + 1 < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, n_above + 1, i, bits);
             if (!(dup_plateau && r == 1) && r < n_ties && n_above + r < static_cast<uint32_t>(K))
-                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, k);
+                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, bits);
 #else
             if (r < n_ties && n_above + r < static_cast<uint32_t>(K))
-                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, k);
+                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, bits);
 #endif
         }
         base_above += total & 0xFFFFu;
