@@ -254,14 +254,17 @@ func (w *workerProc) kill() {
 	<-w.done
 }
 
-// death describes how a reaped worker ended, with the tail of its output.
+// death describes how a reaped worker ended: its exit status and the
+// crash headline of its output (crashHeadline), else its last line.
 func (w *workerProc) death() string {
 	<-w.done
 	s := "exited"
 	if w.waitErr != nil {
 		s = w.waitErr.Error()
 	}
-	if l := lastLine(w.out.String()); l != "" {
+	if l := crashHeadline(w.out.Head()); l != "" {
+		s += ": " + l
+	} else if l := lastLine(w.out.String()); l != "" {
 		s += ": " + l
 	}
 	return s

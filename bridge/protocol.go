@@ -22,6 +22,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -83,16 +84,23 @@ type reply struct {
 	Props map[string]string
 }
 
-// tail keeps the last max bytes written to it (a worker's stdout/stderr).
+// tail keeps the first max and the last max bytes written to it (a
+// worker's stdout and stderr): the head holds why a worker died (the Go
+// runtime's "SIGSEGV: …" or "panic: …" comes before its goroutine dumps),
+// the tail what it said last.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu   sync.Mutex
+	max  int
+	head []byte
+	buf  []byte
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := min(t.max-len(t.head), len(p)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
@@ -100,8 +108,68 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns the last max bytes.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// Head returns the first max bytes.
+func (t *tail) Head() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.head)
+}
+
+// crashHeadline returns why a Go process died, from the start of its
+// output: the runtime's headline ("panic: …", "fatal error: …", or
+// "SIGSEGV: segmentation violation" for a signal in C code) with the
+// lines the runtime prints right after it about the signal ("[signal …]",
+// "PC=… addr=…", "signal arrived during cgo execution"), preceded by up
+// to two lines printed before it (a C library's or a kernel emulator's
+// last words before abort). Lines are joined by "; ". It returns "" when
+// the output holds no such headline.
+func crashHeadline(out string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !isCrashHeadline(l) {
+			continue
+		}
+		var parts []string
+		for j := max(0, i-2); j < i; j++ {
+			if s := strings.TrimSpace(lines[j]); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		parts = append(parts, strings.TrimSpace(l))
+		for _, n := range lines[i+1 : min(len(lines), i+4)] {
+			n = strings.TrimSpace(n)
+			if strings.HasPrefix(n, "[signal ") || strings.HasPrefix(n, "PC=") || n == "signal arrived during cgo execution" {
+				parts = append(parts, n)
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	return ""
+}
+
+// isCrashHeadline reports whether l opens a Go runtime crash report.
+func isCrashHeadline(l string) bool {
+	for _, p := range []string{"panic: ", "fatal error: ", "unexpected fault address", "unexpected signal"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	// "SIGSEGV: segmentation violation", "SIGABRT: abort", …
+	sig, _, ok := strings.Cut(l, ": ")
+	if !ok || len(sig) < 4 || !strings.HasPrefix(sig, "SIG") {
+		return false
+	}
+	for _, c := range sig[3:] {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
