@@ -9,7 +9,7 @@ DIFFTEST_ARGS ?=
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels test emu emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels test emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -22,14 +22,21 @@ kernels:
 
 # The test command of README.md: builds the kernels (nvcc from pinned
 # wheels, spill check), runs the CUDA source on the CPU emulator against the
-# contracts and through the harness (quick suite), sets up the Python test
-# tools, runs every Go test.
-test: kernels emu gotest
+# contracts and through the harness (quick suite), runs difftest's GPU path
+# on the emulated driver, sets up the Python test tools, runs every Go test.
+test: kernels emu emu-driver gotest
 
 # The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
 # and the quick suite through the harness via the exec protocol.
 emu:
 	scripts/test-kernels-emu --harness $(BUILD)/emu
+
+# difftest's whole GPU path (dlopen shim, cgo launchers, worker and its
+# restarts) on kernels/emu/libcuda_emu.cu, a libcuda.so.1 that runs the
+# kernels on the CPU: the quick suite, two fault builds and four injected
+# device faults (about 45 s).
+emu-driver: kernels
+	FATBIN=$(FATBIN) scripts/test-emu-driver $(BUILD)/emu
 
 # Every fault build of kernels/faults.txt, emulated, must fail its contract
 # test (the GPU selftest's CPU counterpart; about a minute of compiling).

@@ -1,0 +1,559 @@
+/* libcuda_emu: a stand-in libcuda.so.1 that runs this project's kernels
+ * on the CPU (host_emu.h), so that the whole GPU path of difftest, the
+ * dlopen shim of cuda/, the C parameter structs packed by bridge/ through
+ * cgo, the launch geometry, the worker process and its restart after a
+ * sticky error, runs on machines without a GPU. The kernels are compiled
+ * into the library (../kernels.cu, one KD_FAULT_* at most, as in the real
+ * build); the fatbin difftest loads is checked, not executed.
+ *
+ * The entry points are the CUDA Driver API's (CUDA Driver API reference,
+ * "Modules", "Memory Management", "Execution Control", "Event
+ * Management", "Error Handling"), with the C types it documents: CUresult
+ * and CUdevice are int, handles are opaque pointers, CUdeviceptr is
+ * unsigned long long. Behaviour modelled from that reference:
+ *   - cuInit must come first (else CUDA_ERROR_NOT_INITIALIZED); memory,
+ *     module and launch calls need a current context on the calling
+ *     thread (cuCtxSetCurrent is per thread), else
+ *     CUDA_ERROR_INVALID_CONTEXT.
+ *   - cuMemAlloc returns 256-byte aligned memory; copies and memsets must
+ *     stay inside one allocation (else CUDA_ERROR_INVALID_VALUE). Each
+ *     allocation ends 0-255 bytes before an inaccessible page, so a kernel
+ *     reading or writing past the end of its buffer (beyond that slack)
+ *     kills the process with SIGSEGV, as an illegal address kills the
+ *     context on a GPU.
+ *   - cuModuleLoadData takes a fatbin, an ELF cubin or PTX text (else
+ *     CUDA_ERROR_INVALID_IMAGE); cuModuleGetFunction finds an entry point
+ *     only if its name is in the image and compiled in here (else
+ *     CUDA_ERROR_NOT_FOUND).
+ *   - cuLaunchKernel checks the function, the geometry (block.x at most
+ *     the entry's __launch_bounds__, grid and block y = z = 1: the only
+ *     shapes the emulator runs, CUDA_ERROR_NOT_SUPPORTED otherwise) and
+ *     reads exactly one parameter, the entry's C struct, through
+ *     kernelParams[0]. It runs the grid before it returns. A thread that
+ *     executes __trap makes the error CUDA_ERROR_LAUNCH_FAILED (sticky):
+ *     it is returned by the next synchronising call and by every call
+ *     after it, as a device exception is.
+ *   - Events record host time (std::chrono::steady_clock); a launch runs
+ *     to completion inside cuLaunchKernel, so the time between two events
+ *     around it is the emulation's run time.
+ *
+ * Injected faults, for tests of the worker's error handling: with
+ * KD_EMU_FAULT=ENTRY:CLASS in the environment, every launch of entry point
+ * ENTRY fails with CLASS instead of running: "illegal-address" (sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS at the next synchronisation), "launch-failed"
+ * (sticky CUDA_ERROR_LAUNCH_FAILED), "hang" (the next synchronisation
+ * never returns), "segv" (the process dies of SIGSEGV in the launch).
+ *
+ * Build (scripts/test-kernels-emu --driver):
+ *   g++ -x c++ -std=c++20 -O2 -ffp-contract=off -shared -fPIC \
+ *       [-DKD_FAULT_<NAME>] -o DIR/libcuda.so.1 kernels/emu/libcuda_emu.cu
+ * and put DIR first on LD_LIBRARY_PATH. */
+
+#include "host_emu.h"
+
+#include "../kernels.cu"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace {
+
+/* CUresult values (CUDA Driver API reference, enum cudaError_enum). */
+enum : int {
+    kSuccess = 0,
+    kInvalidValue = 1,
+    kOutOfMemory = 2,
+    kNotInitialized = 3,
+    kInvalidDevice = 101,
+    kInvalidImage = 200,
+    kInvalidContext = 201,
+    kInvalidHandle = 400,
+    kNotFound = 500,
+    kIllegalAddress = 700,
+    kLaunchFailed = 719,
+    kNotSupported = 801,
+};
+
+struct ErrorText {
+    int code;
+    const char *name, *desc;
+};
+constexpr ErrorText kErrors[] = {
+    {kSuccess, "CUDA_SUCCESS", "no error"},
+    {kInvalidValue, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {kOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {kNotInitialized, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {kInvalidDevice, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {kInvalidImage, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {kInvalidContext, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {kInvalidHandle, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {kNotFound, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {kLaunchFailed, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {kNotSupported, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+/* The one emulated device. Compute capability 9.0, so difftest picks the
+ * fatbin's sm_90 image, the one checked here. */
+constexpr int kCCMajor = 9, kCCMinor = 0;
+constexpr size_t kTotalMem = size_t{16} << 30;
+constexpr int kDriverVersion = 13000; /* CUDA 13.0 */
+
+/* An entry point compiled into this library. */
+struct Entry {
+    const char *name;
+    unsigned max_threads; /* __launch_bounds__ */
+    size_t param_size;
+    int (*run)(unsigned grid, unsigned block, const void *param);
+};
+
+template <class P, void (*K)(P)>
+int run_entry(unsigned grid, unsigned block, const void *param)
+{
+    P p;
+    std::memcpy(&p, param, sizeof p);
+    return emu::launch(grid, block, [&] { K(p); });
+}
+
+const Entry kEntries[] = {
+    {"kd_topk_transform_512", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_512>},
+    {"kd_topk_transform_1024", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_1024>},
+    {"kd_topk_transform_2048", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_2048>},
+    {"kd_norm_rope_store", KD_NORMROPE_THREADS, sizeof(kd_normrope_params), run_entry<kd_normrope_params, kd_norm_rope_store>},
+};
+
+struct Module {
+    std::string image; /* the bytes loaded, to look entry names up in */
+};
+struct Function {
+    const Entry *entry;
+    Module *module;
+};
+struct Event {
+    std::chrono::steady_clock::time_point t;
+    bool recorded = false;
+};
+struct Alloc {
+    void *map; /* the mapping: pages for the data, then one PROT_NONE page */
+    size_t map_len, size;
+};
+
+std::mutex g_mu; /* every entry point holds it: one device, one queue */
+bool g_inited = false;
+int g_ctx_refs = 0;
+int g_sticky = kSuccess;  /* a device exception: every call fails with it */
+int g_pending = kSuccess; /* an error the next synchronisation reports */
+bool g_hang = false;      /* the next synchronisation never returns */
+std::map<uintptr_t, Alloc> g_allocs;
+char g_primary_ctx; /* its address is the primary context's handle */
+thread_local void *t_current = nullptr;
+
+/* fault_for returns the injected fault class of entry name ("" for none). */
+std::string fault_for(const char *name)
+{
+    const char *f = std::getenv("KD_EMU_FAULT");
+    if (f == nullptr) return "";
+    const std::string s = f;
+    const size_t colon = s.find(':');
+    if (colon == std::string::npos || s.substr(0, colon) != name) return "";
+    return s.substr(colon + 1);
+}
+
+/* ready checks what every call after cuInit needs: initialised, no sticky
+ * error, and (when ctx) a current context on this thread. */
+int ready(bool ctx)
+{
+    if (!g_inited) return kNotInitialized;
+    if (g_sticky != kSuccess) return g_sticky;
+    if (ctx && t_current == nullptr) return kInvalidContext;
+    return kSuccess;
+}
+
+/* synchronise reports (and clears, or makes sticky) the pending error. */
+int synchronise()
+{
+    if (g_hang) {
+        g_mu.unlock(); /* others may still call in; this thread waits forever */
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    const int e = g_pending;
+    g_pending = kSuccess;
+    if (e == kIllegalAddress || e == kLaunchFailed) g_sticky = e;
+    return e;
+}
+
+/* find returns the allocation holding [p, p+n), or nullptr. */
+const Alloc *find(uintptr_t p, size_t n)
+{
+    auto it = g_allocs.upper_bound(p);
+    if (it == g_allocs.begin()) return nullptr;
+    --it;
+    const uintptr_t base = it->first;
+    if (p - base > it->second.size || n > it->second.size - (p - base)) return nullptr;
+    return &it->second;
+}
+
+/* image_size returns the byte length of a fatbin or ELF image at p, or 0
+ * when p is neither; PTX text is NUL-terminated. Fatbin container header:
+ * u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload size. */
+size_t image_size(const unsigned char *p)
+{
+    uint32_t magic;
+    std::memcpy(&magic, p, 4);
+    if (magic == 0xBA55ED50u) {
+        uint16_t hsize;
+        uint64_t fsize;
+        std::memcpy(&hsize, p + 6, 2);
+        std::memcpy(&fsize, p + 8, 8);
+        return hsize + fsize;
+    }
+    if (std::memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) { /* ELF64: e_shoff, e_shentsize, e_shnum */
+        uint64_t shoff;
+        uint16_t shentsize, shnum;
+        std::memcpy(&shoff, p + 0x28, 8);
+        std::memcpy(&shentsize, p + 0x3A, 2);
+        std::memcpy(&shnum, p + 0x3C, 2);
+        return shoff + size_t{shentsize} * shnum;
+    }
+    return 0;
+}
+
+} /* namespace */
+
+extern "C" {
+
+#define KD_EXPORT __attribute__((visibility("default")))
+
+KD_EXPORT int cuInit(unsigned flags)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (flags != 0) return kInvalidValue;
+    g_inited = true;
+    return kSuccess;
+}
+
+KD_EXPORT int cuDriverGetVersion(int *v)
+{
+    if (v == nullptr) return kInvalidValue;
+    *v = kDriverVersion;
+    return kSuccess;
+}
+
+KD_EXPORT int cuGetErrorName(int code, const char **s)
+{
+    for (const ErrorText &e : kErrors)
+        if (e.code == code) {
+            *s = e.name;
+            return kSuccess;
+        }
+    *s = nullptr;
+    return kInvalidValue;
+}
+
+KD_EXPORT int cuGetErrorString(int code, const char **s)
+{
+    for (const ErrorText &e : kErrors)
+        if (e.code == code) {
+            *s = e.desc;
+            return kSuccess;
+        }
+    *s = nullptr;
+    return kInvalidValue;
+}
+
+KD_EXPORT int cuDeviceGetCount(int *n)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    *n = 1;
+    return kSuccess;
+}
+
+KD_EXPORT int cuDeviceGet(int *d, int ordinal)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    if (ordinal != 0) return kInvalidDevice;
+    *d = 0;
+    return kSuccess;
+}
+
+KD_EXPORT int cuDeviceGetName(char *name, int len, int d)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    if (d != 0) return kInvalidDevice;
+    if (name == nullptr || len <= 0) return kInvalidValue;
+    std::snprintf(name, static_cast<size_t>(len), "kerneldiff host emulator");
+    return kSuccess;
+}
+
+KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    if (d != 0) return kInvalidDevice;
+    /* CUdevice_attribute numbers (CUDA Driver API reference). */
+    switch (attr) {
+    case 1: *v = 1024; break;          /* MAX_THREADS_PER_BLOCK */
+    case 8: *v = 48 * 1024; break;     /* MAX_SHARED_MEMORY_PER_BLOCK */
+    case 13: *v = 1000000; break;      /* CLOCK_RATE, kHz */
+    case 16: *v = 1; break;            /* MULTIPROCESSOR_COUNT */
+    case 17: *v = 0; break;            /* KERNEL_EXEC_TIMEOUT */
+    case 32: *v = 0; break;            /* ECC_ENABLED */
+    case 33: case 34: case 50: *v = 0; break; /* PCI bus, device, domain */
+    case 36: *v = 1000000; break;      /* MEMORY_CLOCK_RATE, kHz */
+    case 75: *v = kCCMajor; break;     /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *v = kCCMinor; break;     /* COMPUTE_CAPABILITY_MINOR */
+    case 97: *v = 48 * 1024; break;    /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    default: return kInvalidValue;
+    }
+    return kSuccess;
+}
+
+KD_EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int d)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    if (d != 0) return kInvalidDevice;
+    *bytes = kTotalMem;
+    return kSuccess;
+}
+
+KD_EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int d)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(false)) return e;
+    if (d != 0) return kInvalidDevice;
+    ++g_ctx_refs;
+    *ctx = &g_primary_ctx;
+    return kSuccess;
+}
+
+KD_EXPORT int cuDevicePrimaryCtxRelease_v2(int d)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (!g_inited) return kNotInitialized;
+    if (d != 0) return kInvalidDevice;
+    if (g_ctx_refs == 0) return kInvalidContext;
+    --g_ctx_refs;
+    return kSuccess;
+}
+
+KD_EXPORT int cuCtxSetCurrent(void *ctx)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (!g_inited) return kNotInitialized;
+    if (ctx != nullptr && (ctx != &g_primary_ctx || g_ctx_refs == 0)) return kInvalidContext;
+    t_current = ctx;
+    return kSuccess;
+}
+
+KD_EXPORT int cuCtxSynchronize(void)
+{
+    g_mu.lock();
+    int e = ready(true);
+    if (e == kSuccess) e = synchronise();
+    g_mu.unlock();
+    return e;
+}
+
+KD_EXPORT int cuMemAlloc_v2(unsigned long long *dptr, size_t n)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (dptr == nullptr || n == 0) return kInvalidValue;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t padded = (n + 255) / 256 * 256;
+    const size_t data_pages = (padded + page - 1) / page * page;
+    void *m = mmap(nullptr, data_pages + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return kOutOfMemory;
+    if (mprotect(static_cast<char *>(m) + data_pages, page, PROT_NONE) != 0) {
+        munmap(m, data_pages + page);
+        return kOutOfMemory;
+    }
+    const uintptr_t p = reinterpret_cast<uintptr_t>(m) + data_pages - padded;
+    g_allocs[p] = Alloc{m, data_pages + page, n};
+    *dptr = p;
+    return kSuccess;
+}
+
+KD_EXPORT int cuMemFree_v2(unsigned long long dptr)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    auto it = g_allocs.find(static_cast<uintptr_t>(dptr));
+    if (it == g_allocs.end()) return kInvalidValue;
+    munmap(it->second.map, it->second.map_len);
+    g_allocs.erase(it);
+    return kSuccess;
+}
+
+KD_EXPORT int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (find(dst, n) == nullptr || (src == nullptr && n > 0)) return kInvalidValue;
+    if (n > 0) std::memcpy(reinterpret_cast<void *>(dst), src, n);
+    return kSuccess;
+}
+
+KD_EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
+{
+    g_mu.lock();
+    int e = ready(true);
+    if (e == kSuccess) e = synchronise(); /* a synchronous copy waits for the device */
+    if (e == kSuccess && (find(src, n) == nullptr || (dst == nullptr && n > 0))) e = kInvalidValue;
+    if (e == kSuccess && n > 0) std::memcpy(dst, reinterpret_cast<const void *>(src), n);
+    g_mu.unlock();
+    return e;
+}
+
+KD_EXPORT int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (find(dst, n) == nullptr) return kInvalidValue;
+    if (n > 0) std::memset(reinterpret_cast<void *>(dst), v, n);
+    return kSuccess;
+}
+
+KD_EXPORT int cuModuleLoadData(void **mod, const void *image)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (mod == nullptr || image == nullptr) return kInvalidValue;
+    const auto *p = static_cast<const unsigned char *>(image);
+    size_t n = image_size(p);
+    if (n == 0) {
+        const char *text = static_cast<const char *>(image);
+        if (std::strstr(text, ".version") == nullptr || std::strstr(text, ".entry") == nullptr) return kInvalidImage;
+        n = std::strlen(text);
+    }
+    *mod = new Module{std::string(reinterpret_cast<const char *>(p), n)};
+    return kSuccess;
+}
+
+KD_EXPORT int cuModuleUnload(void *mod)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (mod == nullptr) return kInvalidHandle;
+    delete static_cast<Module *>(mod);
+    return kSuccess;
+}
+
+KD_EXPORT int cuModuleGetFunction(void **fn, void *mod, const char *name)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (fn == nullptr || mod == nullptr || name == nullptr) return kInvalidValue;
+    auto *m = static_cast<Module *>(mod);
+    /* The name with its terminating NUL, as in an ELF string table or a
+     * PTX ".entry NAME(" (followed by '(' there). */
+    const std::string z(name, std::strlen(name) + 1);
+    const std::string paren = std::string(name) + "(";
+    if (m->image.find(z) == std::string::npos && m->image.find(paren) == std::string::npos) return kNotFound;
+    for (const Entry &e : kEntries)
+        if (std::strcmp(e.name, name) == 0) {
+            *fn = new Function{&e, m};
+            return kSuccess;
+        }
+    return kNotFound;
+}
+
+KD_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned shmem, void *stream, void **params, void **extra)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (f == nullptr) return kInvalidHandle;
+    const Entry &e = *static_cast<Function *>(f)->entry;
+    if (stream != nullptr || extra != nullptr || params == nullptr || params[0] == nullptr) return kInvalidValue;
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return kInvalidValue;
+    if (bx * by * bz > e.max_threads || shmem > 48 * 1024) return kInvalidValue;
+    if (gy != 1 || gz != 1 || by != 1 || bz != 1 || bx % 32 != 0) return kNotSupported;
+    const std::string fault = fault_for(e.name);
+    if (fault == "illegal-address") {
+        g_pending = kIllegalAddress;
+        return kSuccess;
+    }
+    if (fault == "launch-failed") {
+        g_pending = kLaunchFailed;
+        return kSuccess;
+    }
+    if (fault == "hang") {
+        g_hang = true;
+        return kSuccess;
+    }
+    if (fault == "segv") std::raise(SIGSEGV);
+    if (!fault.empty()) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT: unknown class %s\n", fault.c_str());
+        std::abort();
+    }
+    if (e.run(gx, bx, params[0]) > 0 && g_pending == kSuccess) g_pending = kLaunchFailed; /* __trap */
+    return kSuccess;
+}
+
+KD_EXPORT int cuEventCreate(void **ev, unsigned flags)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (ev == nullptr || flags != 0) return kInvalidValue;
+    *ev = new Event{};
+    return kSuccess;
+}
+
+KD_EXPORT int cuEventRecord(void *ev, void *stream)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (ev == nullptr) return kInvalidHandle;
+    if (stream != nullptr) return kInvalidValue;
+    auto *x = static_cast<Event *>(ev);
+    x->t = std::chrono::steady_clock::now();
+    x->recorded = true;
+    return kSuccess;
+}
+
+KD_EXPORT int cuEventSynchronize(void *ev)
+{
+    g_mu.lock();
+    int e = ready(true);
+    if (e == kSuccess && ev == nullptr) e = kInvalidHandle;
+    if (e == kSuccess) e = synchronise();
+    g_mu.unlock();
+    return e;
+}
+
+KD_EXPORT int cuEventElapsedTime_v2(float *ms, void *a, void *b)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (ms == nullptr || a == nullptr || b == nullptr) return kInvalidHandle;
+    const auto *x = static_cast<Event *>(a), *y = static_cast<Event *>(b);
+    if (!x->recorded || !y->recorded) return kInvalidHandle;
+    *ms = std::chrono::duration<float, std::milli>(y->t - x->t).count();
+    return kSuccess;
+}
+
+KD_EXPORT int cuEventDestroy_v2(void *ev)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (!g_inited) return kNotInitialized;
+    if (ev == nullptr) return kInvalidHandle;
+    delete static_cast<Event *>(ev);
+    return kSuccess;
+}
+
+} /* extern "C" */
