@@ -33,8 +33,8 @@ emu:
 
 # difftest's whole GPU path (dlopen shim, cgo launchers, worker and its
 # restarts) on kernels/emu/libcuda_emu.cu, a libcuda.so.1 that runs the
-# kernels on the CPU: the quick suite, two fault builds and four injected
-# device faults (about 45 s).
+# kernels on the CPU: the quick suite, two fault builds, four injected
+# device faults and the GPU-tagged Go tests (about a minute).
 emu-driver: kernels
 	FATBIN=$(FATBIN) scripts/test-emu-driver $(BUILD)/emu
 

@@ -33,6 +33,13 @@
  *     executes __trap makes the error CUDA_ERROR_LAUNCH_FAILED (sticky):
  *     it is returned by the next synchronising call and by every call
  *     after it, as a device exception is.
+ *   - The GPU tests' hand-written PTX kernels (kd_store in
+ *     cuda/gpu_test.go, kd_test_copy in bridge/testdata/test_copy.ptx) are
+ *     modelled too, every access checked against the allocations: a store
+ *     outside them gives CUDA_ERROR_ILLEGAL_ADDRESS, a misaligned one
+ *     CUDA_ERROR_MISALIGNED_ADDRESS (both sticky), kd_test_copy's spin a
+ *     hang, its trap CUDA_ERROR_LAUNCH_FAILED; so `go test -tags gpu`
+ *     runs against this library too.
  *   - Events record host time (std::chrono::steady_clock); a launch runs
  *     to completion inside cuLaunchKernel, so the time between two events
  *     around it is the emulation's run time.
@@ -80,6 +87,7 @@ enum : int {
     kInvalidHandle = 400,
     kNotFound = 500,
     kIllegalAddress = 700,
+    kMisalignedAddress = 716,
     kLaunchFailed = 719,
     kNotSupported = 801,
 };
@@ -99,6 +107,7 @@ constexpr ErrorText kErrors[] = {
     {kInvalidHandle, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {kNotFound, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {kMisalignedAddress, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
     {kLaunchFailed, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {kNotSupported, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
@@ -109,27 +118,42 @@ constexpr int kCCMajor = 9, kCCMinor = 0;
 constexpr size_t kTotalMem = size_t{16} << 30;
 constexpr int kDriverVersion = 13000; /* CUDA 13.0 */
 
-/* An entry point compiled into this library. */
+/* What a launch did, as the device would report it at the next
+ * synchronisation: kSuccess, a sticky fault code, or kHangs. */
+constexpr int kHangs = -1;
+
+/* An entry point compiled into this library: its launch bound, whether
+ * it runs on the fiber emulator (blocks of whole warps), and run, which
+ * executes the grid with the parameters as cuLaunchKernel received them. */
 struct Entry {
     const char *name;
     unsigned max_threads; /* __launch_bounds__ */
-    size_t param_size;
-    int (*run)(unsigned grid, unsigned block, const void *param);
+    bool warps;           /* block.x must be a multiple of 32 */
+    int (*run)(unsigned grid, unsigned block, void **params);
 };
 
+/* run_kernel runs a kernel of ../kernels.cu: one parameter, its C struct
+ * P, read with the struct's size as the driver reads it (the size the
+ * image's parameter info gives); a trapped thread is CUDA_ERROR_LAUNCH_FAILED. */
 template <class P, void (*K)(P)>
-int run_entry(unsigned grid, unsigned block, const void *param)
+int run_kernel(unsigned grid, unsigned block, void **params)
 {
     P p;
-    std::memcpy(&p, param, sizeof p);
-    return emu::launch(grid, block, [&] { K(p); });
+    std::memcpy(&p, params[0], sizeof p);
+    return emu::launch(grid, block, [&] { K(p); }) > 0 ? kLaunchFailed : kSuccess;
 }
 
+int run_store(unsigned, unsigned, void **params);
+int run_test_copy(unsigned, unsigned, void **params);
+
 const Entry kEntries[] = {
-    {"kd_topk_transform_512", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_512>},
-    {"kd_topk_transform_1024", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_1024>},
-    {"kd_topk_transform_2048", KD_TOPK_THREADS, sizeof(kd_topk_params), run_entry<kd_topk_params, kd_topk_transform_2048>},
-    {"kd_norm_rope_store", KD_NORMROPE_THREADS, sizeof(kd_normrope_params), run_entry<kd_normrope_params, kd_norm_rope_store>},
+    {"kd_topk_transform_512", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_512>},
+    {"kd_topk_transform_1024", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_1024>},
+    {"kd_topk_transform_2048", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_2048>},
+    {"kd_norm_rope_store", KD_NORMROPE_THREADS, true, run_kernel<kd_normrope_params, kd_norm_rope_store>},
+    /* The hand-written PTX test kernels of the GPU tests. */
+    {"kd_store", 1024, false, run_store},          /* cuda/gpu_test.go */
+    {"kd_test_copy", 1024, false, run_test_copy},  /* bridge/testdata/test_copy.ptx */
 };
 
 struct Module {
@@ -188,7 +212,7 @@ int synchronise()
     }
     const int e = g_pending;
     g_pending = kSuccess;
-    if (e == kIllegalAddress || e == kLaunchFailed) g_sticky = e;
+    if (e == kIllegalAddress || e == kMisalignedAddress || e == kLaunchFailed) g_sticky = e;
     return e;
 }
 
@@ -226,6 +250,50 @@ size_t image_size(const unsigned char *p)
         return shoff + size_t{shentsize} * shnum;
     }
     return 0;
+}
+
+/* device_access checks an access of n bytes at device address p, aligned
+ * to align, as the device's memory system would: CUDA_ERROR_MISALIGNED_ADDRESS
+ * for a misaligned one, CUDA_ERROR_ILLEGAL_ADDRESS outside every allocation. */
+int device_access(uint64_t p, size_t n, size_t align)
+{
+    if (p % align != 0) return kMisalignedAddress;
+    return find(p, n) != nullptr ? kSuccess : kIllegalAddress;
+}
+
+/* run_store is kd_store(u64 p, u32 v): *(u32 *)p = v. */
+int run_store(unsigned, unsigned, void **params)
+{
+    uint64_t p;
+    uint32_t v;
+    std::memcpy(&p, params[0], 8);
+    std::memcpy(&v, params[1], 4);
+    if (int e = device_access(p, 4, 4)) return e;
+    std::memcpy(reinterpret_cast<void *>(p), &v, 4);
+    return kSuccess;
+}
+
+/* run_test_copy is kd_test_copy(struct {u64 x, y, n}): y[i] = x[i] ^ 0x5A
+ * for i in [0, n), unless x[0] selects a fault: 1 stores a u32 1 TiB past
+ * y, 2 spins while x[0] != 0, 4 traps, 5 stores a u32 at (y & ~3) + 1. */
+int run_test_copy(unsigned, unsigned, void **params)
+{
+    uint64_t a[3];
+    std::memcpy(a, params[0], sizeof a);
+    const uint64_t x = a[0], y = a[1], n = a[2];
+    if (int e = device_access(x, 1, 1)) return e;
+    switch (*reinterpret_cast<const uint8_t *>(x)) {
+    case 1: return device_access(y + (uint64_t{1} << 40), 4, 4);
+    case 2: return kHangs;
+    case 4: return kLaunchFailed;
+    case 5: return device_access((y & ~uint64_t{3}) + 1, 4, 4);
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        if (int e = device_access(x + i, 1, 1)) return e;
+        if (int e = device_access(y + i, 1, 1)) return e;
+        *reinterpret_cast<uint8_t *>(y + i) = *reinterpret_cast<const uint8_t *>(x + i) ^ 0x5A;
+    }
+    return kSuccess;
 }
 
 } /* namespace */
@@ -479,10 +547,10 @@ KD_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, uns
     if (int e = ready(true)) return e;
     if (f == nullptr) return kInvalidHandle;
     const Entry &e = *static_cast<Function *>(f)->entry;
-    if (stream != nullptr || extra != nullptr || params == nullptr || params[0] == nullptr) return kInvalidValue;
+    if (stream != nullptr || extra != nullptr || params == nullptr) return kInvalidValue;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return kInvalidValue;
     if (bx * by * bz > e.max_threads || shmem > 48 * 1024) return kInvalidValue;
-    if (gy != 1 || gz != 1 || by != 1 || bz != 1 || bx % 32 != 0) return kNotSupported;
+    if (gy != 1 || gz != 1 || by != 1 || bz != 1 || (e.warps && bx % 32 != 0)) return kNotSupported;
     const std::string fault = fault_for(e.name);
     if (fault == "illegal-address") {
         g_pending = kIllegalAddress;
@@ -501,7 +569,9 @@ KD_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, uns
         std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT: unknown class %s\n", fault.c_str());
         std::abort();
     }
-    if (e.run(gx, bx, params[0]) > 0 && g_pending == kSuccess) g_pending = kLaunchFailed; /* __trap */
+    const int r = e.run(gx, bx, params);
+    if (r == kHangs) g_hang = true;
+    else if (r != kSuccess && g_pending == kSuccess) g_pending = r;
     return kSuccess;
 }
 
