@@ -6,9 +6,10 @@
 // the mutant column and, with --reference, the real build as a row that
 // must pass.
 //
-// Race builds (names starting RACE_) are not run here: a missing barrier
-// need not change any output, so their check is compute-sanitizer's
-// racecheck (scripts/gpu-check).
+// Sanitizer controls (catalog mutant "-": RACE_*, MEM_*) are not run
+// here: a missing barrier or a stray read need not change any output, so
+// their check is compute-sanitizer's racecheck or memcheck
+// (scripts/gpu-check).
 
 package bridge
 
@@ -161,7 +162,7 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	for _, b := range builds {
-		if strings.HasPrefix(b.Name, "RACE_") {
+		if b.Mutant == "-" { // a sanitizer control
 			continue
 		}
 		path := filepath.Join(dir, b.Name+".fatbin")

@@ -14,8 +14,9 @@ import (
 
 // kernels/faults.txt and the Go mutant catalog (DESIGN.md §8) describe
 // the same faults: every Go mutant has one CUDA fault build named after
-// it, each build names a mutant of its own kernel (or "-" for a RACE_*
-// build), and the kernel's source switches on its KD_FAULT_ macro.
+// it, each build names a mutant of its own kernel (or "-" for a RACE_* or
+// MEM_* sanitizer control), and the kernel's source switches on its
+// KD_FAULT_ macro.
 func TestFaultListCoversCatalog(t *testing.T) {
 	builds, err := readFaultList(filepath.Join("..", "kernels", "faults.txt"))
 	if err != nil {
@@ -54,8 +55,8 @@ func TestFaultListCoversCatalog(t *testing.T) {
 			t.Errorf("%s: kernels/%s never tests KD_FAULT_%s", b.Name, kk.src, b.Name)
 		}
 		if b.Mutant == "-" {
-			if !strings.HasPrefix(b.Name, "RACE_") {
-				t.Errorf("%s: no catalog mutant, but not a RACE_* build", b.Name)
+			if !strings.HasPrefix(b.Name, "RACE_") && !strings.HasPrefix(b.Name, "MEM_") {
+				t.Errorf("%s: no catalog mutant, but not a sanitizer control (RACE_*, MEM_*)", b.Name)
 			}
 			continue
 		}
@@ -81,9 +82,9 @@ func TestFaultListCoversCatalog(t *testing.T) {
 }
 
 // gpu-selftest over fault builds on the fake device: a build whose kernel
-// is wrong is caught, one that is right is reported as not caught, race
-// builds are left to racecheck, and a missing build means nothing could
-// be tested.
+// is wrong is caught, one that is right is reported as not caught,
+// sanitizer controls (RACE_*, MEM_*) are left to compute-sanitizer, and a
+// missing build means nothing could be tested.
 func TestGPUSelftestCommand(t *testing.T) {
 	t.Setenv(envWorker, "fake-by-fatbin") // workers are this test binary, serving a fake topk
 	dir := t.TempDir()
@@ -103,15 +104,16 @@ func TestGPUSelftestCommand(t *testing.T) {
 	header := "# NAME\tmutant\tkernel\twhat\n"
 	caught := "TOPK_OFF_BY_ONE\ttopk-page-row0\ttopk_transform\tfirst slot of each row off by one\n"
 	race := "RACE_MISSING_BARRIER\t-\ttopk_transform\tmissing barrier\n"
+	mem := "MEM_OOB_READ\t-\ttopk_transform\tstray read (no fatbin: a sanitizer control is not run)\n"
 	tests := []struct {
 		name  string
 		list  string
 		code  int
 		table []string
 	}{
-		{"every build caught", header + caught + race, 0, []string{"TOPK_OFF_BY_ONE", "yes", "mismatch"}},
-		{"a build not caught", header + caught + "TOPK_HARMLESS\t-\ttopk_transform\tnothing\n", 1, []string{"TOPK_HARMLESS", "NO"}},
-		{"a build missing", header + "TOPK_ABSENT\t-\ttopk_transform\tnever built\n", 125, nil},
+		{"every build caught", header + caught + race + mem, 0, []string{"TOPK_OFF_BY_ONE", "yes", "mismatch"}},
+		{"a build not caught", header + caught + "TOPK_HARMLESS\ttopk-tie-hole\ttopk_transform\tnothing\n", 1, []string{"TOPK_HARMLESS", "NO"}},
+		{"a build missing", header + "TOPK_ABSENT\ttopk-past-length\ttopk_transform\tnever built\n", 125, nil},
 		{"a malformed list", "TOPK_OFF_BY_ONE topk_transform\n", 2, nil},
 	}
 	for _, tt := range tests {
@@ -127,8 +129,8 @@ func TestGPUSelftestCommand(t *testing.T) {
 					t.Errorf("table lacks %q:\n%s", w, stdout.String())
 				}
 			}
-			if strings.Contains(stdout.String(), "RACE_") {
-				t.Errorf("a race build ran:\n%s", stdout.String())
+			if strings.Contains(stdout.String(), "RACE_") || strings.Contains(stdout.String(), "MEM_") {
+				t.Errorf("a sanitizer control ran:\n%s", stdout.String())
 			}
 			t.Logf("\n%s%s", stdout.String(), stderr.String())
 		})

@@ -11,19 +11,22 @@ import (
 	"testing"
 )
 
-// fakeDifftest stands in for dist/difftest. "info" prints a device; "run"
+// fakeDifftest stands in for dist/difftest. "info" prints a device; "list
+// cases" two cases; "run" appends its arguments to FAKE_DT_LOG when set and
 // writes a JSON Lines report to its --json FILE as FAKE_DT says:
 // pass (2 cases pass, exit 0), fail (1 pass, 1 time-out, exit 1), cut
 // (one case line, no summary, killed: exit 137) or nodevice (no report,
 // exit 125, as difftest does on a machine it cannot use).
 const fakeDifftest = `#!/usr/bin/env bash
 cmd=$1; shift
+[[ $cmd == run && -n ${FAKE_DT_LOG:-} ]] && echo "$*" >>"$FAKE_DT_LOG"
 json=""
 while [[ $# -gt 0 ]]; do
 	case $1 in --json) json=$2; shift 2 ;; *) shift ;; esac
 done
 case $cmd in
 info) printf 'device 0:\n  name: Fake H200\n  loads: sm_90 SASS\n'; exit 0 ;;
+list) printf 'CASE FAMILY FILE\nnorm_rope_store/g/N=9 g quick/normrope.toml\ntopk_transform/a.b+ a quick/topk.toml\ntopk_transform/c c quick/topk.toml\n'; exit 0 ;;
 run) ;;
 *) exit 2 ;;
 esac
@@ -43,12 +46,15 @@ esac
 // detached (the tool never attached, and exits 0 as compute-sanitizer
 // 2025.3 does then), errors (2 errors, exit 86), refused (device not
 // supported). A fatbin path naming RACE_ gets 3 hazards and exit 86
-// unless FAKE_SAN_RACE=miss.
+// unless FAKE_SAN_RACE=miss; one naming MEM_ 1 error and exit 86 unless
+// FAKE_SAN_MEM=miss.
 const fakeSanitizer = `#!/usr/bin/env bash
 if [[ $1 == --help ]]; then echo "  --require-cuda-init arg (=yes)"; exit 0; fi
 while [[ $1 == --* ]]; do shift 2; done
 race=0
 [[ "$*" == *RACE_* && ${FAKE_SAN_RACE:-} != miss ]] && race=1
+mem=0
+[[ "$*" == *MEM_* && ${FAKE_SAN_MEM:-} != miss ]] && mem=1
 echo "========= COMPUTE-SANITIZER"
 "$@"
 rc=$?
@@ -57,6 +63,11 @@ clean)
 	if [[ $race == 1 ]]; then
 		echo "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)"
 		echo "========= ERROR SUMMARY: 3 errors"
+		exit 86
+	fi
+	if [[ $mem == 1 ]]; then
+		echo "========= Invalid __global__ read of size 4 bytes"
+		echo "========= ERROR SUMMARY: 1 error"
 		exit 86
 	fi
 	echo "========= ERROR SUMMARY: 0 errors"
@@ -91,7 +102,8 @@ func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int
 		filepath.Join(dist, "difftest"):                              fakeDifftest,
 		filepath.Join(dist, "kernels.fatbin"):                        "fatbin",
 		filepath.Join(dist, "faults", "RACE_MISSING_BARRIER.fatbin"): "fatbin",
-		filepath.Join(dist, "faults.txt"):                            "# name\tmutant\tkernel\twhat\nRACE_MISSING_BARRIER\t-\ttopk_transform\tno barrier\n",
+		filepath.Join(dist, "faults", "MEM_OOB_READ.fatbin"):         "fatbin",
+		filepath.Join(dist, "faults.txt"):                            "# name\tmutant\tkernel\twhat\nRACE_MISSING_BARRIER\t-\ttopk_transform\tno barrier\nMEM_OOB_READ\t-\ttopk_transform\tstray read\n",
 		filepath.Join(dist, "MANIFEST"):                              "glibc:   2.0 or later\n",
 		filepath.Join(bin, "compute-sanitizer"):                      fakeSanitizer,
 	}
@@ -140,11 +152,11 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 		rc        int
 	}{
 		{"clean", nil,
-			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed`,
+			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed.*; MEM_OOB_READ flagged \(1 error\)$`,
 			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed.*; RACE_MISSING_BARRIER flagged \(3 hazards\)$`, 0},
 		// The tool never attached and exited 0: nothing was checked.
 		{"detached", []string{"FAKE_SAN=detached", "FAKE_DT=nodevice"},
-			`^FAIL exit 0; no summary; difftest no report$`,
+			`^FAIL exit 0; no summary; difftest no report; MEM_OOB_READ NOT flagged \(exit 0, 0 errors\)$`,
 			`^FAIL exit 0; no summary; difftest no report; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
 		// A case failed under the tool: that case was not checked.
 		{"case failed", []string{"FAKE_DT=fail"},
@@ -152,23 +164,26 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 			`^FAIL exit 1; .*RACE_MISSING_BARRIER flagged`, 1},
 		// The run was cut short: no summary line, even though no case failed.
 		{"cut short", []string{"FAKE_DT=cut"},
-			`^FAIL exit 137; 0 errors \(1 process\); difftest 1 passed, 0 failed.*\(no summary line\)$`,
+			`^FAIL exit 137; 0 errors \(1 process\); difftest 1 passed, 0 failed.*\(no summary line\); MEM_OOB_READ flagged \(1 error\)$`,
 			`^FAIL exit 137;`, 1},
 		{"errors", []string{"FAKE_SAN=errors"},
 			`^FAIL exit 86; 2 errors \(1 process\); difftest 2 passed`,
 			`^FAIL exit 86; 2 errors`, 1},
+		{"memory error not flagged", []string{"FAKE_SAN_MEM=miss"},
+			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; MEM_OOB_READ NOT flagged \(exit 0, 0 errors\)$`,
+			`^ok .*RACE_MISSING_BARRIER flagged`, 1},
 		{"race not flagged", []string{"FAKE_SAN_RACE=miss"},
 			`^ok `,
 			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
 		// Without python3 the reports are read with grep.
 		{"clean, no python", []string{"GPU_CHECK_PYTHON="},
-			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed$`,
+			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed; MEM_OOB_READ flagged \(1 error\)$`,
 			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed; RACE_MISSING_BARRIER flagged \(3 hazards\)$`, 0},
 		{"case failed, no python", []string{"FAKE_DT=fail", "GPU_CHECK_PYTHON="},
-			`^FAIL exit 1; 0 errors \(1 process\); difftest 1 passed, 1 failed$`,
+			`^FAIL exit 1; 0 errors \(1 process\); difftest 1 passed, 1 failed; MEM_OOB_READ flagged \(1 error\)$`,
 			`^FAIL exit 1;`, 1},
 		{"cut short, no python", []string{"FAKE_DT=cut", "GPU_CHECK_PYTHON="},
-			`^FAIL exit 137; 0 errors \(1 process\); difftest 1 passed, 0 failed \(no summary line\)$`,
+			`^FAIL exit 137; 0 errors \(1 process\); difftest 1 passed, 0 failed \(no summary line\); MEM_OOB_READ flagged \(1 error\)$`,
 			`^FAIL exit 137;`, 1},
 		{"refused", []string{"FAKE_SAN=refused"},
 			`^skip Error: Device not supported$`,
@@ -186,5 +201,37 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 				t.Errorf("exit status %d, want %d (rows %q)", rc, tc.rc, rows)
 			}
 		})
+	}
+}
+
+// The memcheck control runs on the first quick case of its kernel alone,
+// its name quoted for --run; the race control on its kernel's cases.
+func TestGPUCheckControlCases(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	log := filepath.Join(t.TempDir(), "runs.txt")
+	rows, rc := gpuCheck(t, "memcheck racecheck", "FAKE_DT_LOG="+log)
+	if rc != 0 {
+		t.Fatalf("exit %d, rows %q", rc, rows)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mem, race []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		switch {
+		case strings.Contains(l, "MEM_OOB_READ"):
+			mem = append(mem, l)
+		case strings.Contains(l, "RACE_MISSING_BARRIER"):
+			race = append(race, l)
+		}
+	}
+	if len(mem) != 1 || !strings.HasSuffix(mem[0], `--run ^topk_transform/a\.b\+$`) {
+		t.Errorf("memcheck control runs %q, want one ending --run ^topk_transform/a\\.b\\+$", mem)
+	}
+	if len(race) != 1 || !strings.HasSuffix(race[0], "--run ^topk_transform/ --failfast") {
+		t.Errorf("racecheck control runs %q, want one ending --run ^topk_transform/ --failfast", race)
 	}
 }

@@ -258,6 +258,19 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
     int32_t *out_page = p.page_indices + b * K;
     int32_t *out_raw = p.raw_indices != nullptr ? p.raw_indices + b * K : nullptr;
 
+#ifdef KD_FAULT_MEM_OOB_READ
+    /* Fault: thread 0 of block 0 reads a u32 256 bytes past the end of
+     * scores (batch * stride values), outside its allocation. The value is
+     * unused, so the results stay right: only a memory checker sees it
+     * (compute-sanitizer memcheck; the emulated driver's guard page). */
+    if (b == 0 && threadIdx.x == 0) {
+        const volatile uint32_t *past =
+            reinterpret_cast<const volatile uint32_t *>(p.scores) + p.batch * p.stride + 64;
+        const uint32_t v = *past;
+        (void)v;
+    }
+#endif
+
     /* Short rows: every position, in order, then -1. */
     if (len <= K) {
         for (int j = threadIdx.x; j < K; j += kThreads) {
