@@ -22,7 +22,10 @@
  *     kills the process with SIGSEGV, as an illegal address kills the
  *     context on a GPU.
  *   - cuModuleLoadData takes a fatbin, an ELF cubin or PTX text (else
- *     CUDA_ERROR_INVALID_IMAGE); cuModuleGetFunction finds an entry point
+ *     CUDA_ERROR_INVALID_IMAGE), and refuses a fatbin or PTX with nothing
+ *     for the device's compute capability (CUDA_ERROR_NO_BINARY_FOR_GPU:
+ *     SASS of the same major version and at most its architecture, or PTX
+ *     at most its architecture); cuModuleGetFunction finds an entry point
  *     only if its name is in the image and compiled in here (else
  *     CUDA_ERROR_NOT_FOUND).
  *   - cuLaunchKernel checks the function, the geometry (block.x at most
@@ -84,6 +87,7 @@ enum : int {
     kInvalidDevice = 101,
     kInvalidImage = 200,
     kInvalidContext = 201,
+    kNoBinaryForGPU = 209,
     kInvalidHandle = 400,
     kNotFound = 500,
     kIllegalAddress = 700,
@@ -104,6 +108,7 @@ constexpr ErrorText kErrors[] = {
     {kInvalidDevice, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {kInvalidImage, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {kInvalidContext, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {kNoBinaryForGPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
     {kInvalidHandle, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {kNotFound, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -112,9 +117,22 @@ constexpr ErrorText kErrors[] = {
     {kNotSupported, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
-/* The one emulated device. Compute capability 9.0, so difftest picks the
- * fatbin's sm_90 image, the one checked here. */
-constexpr int kCCMajor = 9, kCCMinor = 0;
+/* The one emulated device: compute capability 9.0 (difftest then picks
+ * the fatbin's sm_90 image), or MAJOR.MINOR from KD_EMU_CC, to see which
+ * image difftest picks for another GPU, or that it refuses one the fatbin
+ * cannot serve. The kernels run the same either way. */
+void device_cc(int *major, int *minor)
+{
+    *major = 9;
+    *minor = 0;
+    const char *cc = std::getenv("KD_EMU_CC");
+    int a, b;
+    char end;
+    if (cc != nullptr && std::sscanf(cc, "%d.%d%c", &a, &b, &end) == 2 && a > 0 && b >= 0) {
+        *major = a;
+        *minor = b;
+    }
+}
 constexpr size_t kTotalMem = size_t{16} << 30;
 constexpr int kDriverVersion = 13000; /* CUDA 13.0 */
 
@@ -296,6 +314,57 @@ int run_test_copy(unsigned, unsigned, void **params)
     return kSuccess;
 }
 
+/* fatbin_serves reports whether the fatbin containers in p[0, n) hold an
+ * image a device of compute capability major.minor can load, by the
+ * driver's rule: SASS of the same major version and an architecture at
+ * most the device's, else PTX of an architecture at most the device's
+ * (JIT). Container: u32 magic, u16 version, u16 header size, u64 size of
+ * the entries; entry: u16 kind (1 PTX, 2 or 16 SASS), u16 version, u32
+ * header size, u64 payload size, ..., u32 architecture (10 * major +
+ * minor) at byte 28. */
+bool fatbin_serves(const unsigned char *p, size_t n, int major, int minor)
+{
+    const unsigned dev = 10u * static_cast<unsigned>(major) + static_cast<unsigned>(minor);
+    bool sass = false, ptx = false;
+    size_t off = 0;
+    while (n - off >= 16) {
+        uint32_t magic;
+        uint16_t hsize;
+        uint64_t fsize;
+        std::memcpy(&magic, p + off, 4);
+        std::memcpy(&hsize, p + off + 6, 2);
+        std::memcpy(&fsize, p + off + 8, 8);
+        if (magic != 0xBA55ED50u || hsize > n - off || fsize > n - off - hsize) break;
+        size_t e = off + hsize;
+        const size_t end = e + fsize;
+        while (end - e >= 32) {
+            uint16_t kind;
+            uint32_t ehsize, arch;
+            uint64_t psize;
+            std::memcpy(&kind, p + e, 2);
+            std::memcpy(&ehsize, p + e + 4, 4);
+            std::memcpy(&psize, p + e + 8, 8);
+            std::memcpy(&arch, p + e + 28, 4);
+            if ((kind == 2 || kind == 16) && arch / 10 == static_cast<unsigned>(major) && arch <= dev) sass = true;
+            if (kind == 1 && arch <= dev) ptx = true;
+            if (ehsize == 0 || ehsize > end - e || psize > end - e - ehsize) break;
+            e += ehsize + psize;
+        }
+        off = end;
+    }
+    return sass || ptx;
+}
+
+/* ptx_serves reports whether PTX text's ".target sm_XY" is at most the
+ * device's architecture (the driver JIT-compiles it). */
+bool ptx_serves(const char *text, int major, int minor)
+{
+    const char *t = std::strstr(text, ".target sm_");
+    unsigned arch;
+    if (t == nullptr || std::sscanf(t, ".target sm_%u", &arch) != 1) return false;
+    return arch <= 10u * static_cast<unsigned>(major) + static_cast<unsigned>(minor);
+}
+
 } /* namespace */
 
 extern "C" {
@@ -381,8 +450,8 @@ KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
     case 32: *v = 0; break;            /* ECC_ENABLED */
     case 33: case 34: case 50: *v = 0; break; /* PCI bus, device, domain */
     case 36: *v = 1000000; break;      /* MEMORY_CLOCK_RATE, kHz */
-    case 75: *v = kCCMajor; break;     /* COMPUTE_CAPABILITY_MAJOR */
-    case 76: *v = kCCMinor; break;     /* COMPUTE_CAPABILITY_MINOR */
+    case 75: { int mi; device_cc(v, &mi); break; } /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: { int ma; device_cc(&ma, v); break; } /* COMPUTE_CAPABILITY_MINOR */
     case 97: *v = 48 * 1024; break;    /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
     default: return kInvalidValue;
     }
@@ -502,11 +571,16 @@ KD_EXPORT int cuModuleLoadData(void **mod, const void *image)
     if (int e = ready(true)) return e;
     if (mod == nullptr || image == nullptr) return kInvalidValue;
     const auto *p = static_cast<const unsigned char *>(image);
+    int major, minor;
+    device_cc(&major, &minor);
     size_t n = image_size(p);
     if (n == 0) {
         const char *text = static_cast<const char *>(image);
         if (std::strstr(text, ".version") == nullptr || std::strstr(text, ".entry") == nullptr) return kInvalidImage;
         n = std::strlen(text);
+        if (!ptx_serves(text, major, minor)) return kNoBinaryForGPU;
+    } else if (std::memcmp(p, "\x7f" "ELF", 4) != 0 && !fatbin_serves(p, n, major, minor)) {
+        return kNoBinaryForGPU;
     }
     *mod = new Module{std::string(reinterpret_cast<const char *>(p), n)};
     return kSuccess;
