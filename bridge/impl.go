@@ -255,7 +255,9 @@ func (w *workerProc) kill() {
 }
 
 // death describes how a reaped worker ended: its exit status and the
-// crash headline of its output (crashHeadline), else its last line.
+// crash headline of its output (crashHeadline: in its first 4 KiB, else
+// in its last, for a worker that printed much before it died), else its
+// last line.
 func (w *workerProc) death() string {
 	<-w.done
 	s := "exited"
@@ -263,6 +265,8 @@ func (w *workerProc) death() string {
 		s = w.waitErr.Error()
 	}
 	if l := crashHeadline(w.out.Head()); l != "" {
+		s += ": " + l
+	} else if l := crashHeadline(w.out.String()); l != "" {
 		s += ": " + l
 	} else if l := lastLine(w.out.String()); l != "" {
 		s += ": " + l

@@ -126,9 +126,9 @@ func (t *tail) Head() string {
 // output: the runtime's headline ("panic: …", "fatal error: …", or
 // "SIGSEGV: segmentation violation" for a signal in C code) with the
 // lines the runtime prints right after it about the signal ("[signal …]",
-// "PC=… addr=…", "signal arrived during cgo execution"), preceded by up
-// to two lines printed before it (a C library's or a kernel emulator's
-// last words before abort). Lines are joined by "; ". It returns "" when
+// "PC=… addr=…", "signal arrived during cgo execution"), preceded by the
+// line printed just before it, if any (a C library's or a kernel
+// emulator's last words before abort). Lines are joined by "; ". It returns "" when
 // the output holds no such headline.
 func crashHeadline(out string) string {
 	lines := strings.Split(out, "\n")
@@ -137,7 +137,7 @@ func crashHeadline(out string) string {
 			continue
 		}
 		var parts []string
-		for j := max(0, i-2); j < i; j++ {
+		for j := max(0, i-1); j < i; j++ {
 			if s := strings.TrimSpace(lines[j]); s != "" {
 				parts = append(parts, s)
 			}

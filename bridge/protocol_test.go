@@ -1,6 +1,9 @@
 package bridge
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The starts of real crash reports of a cgo program built with Go 1.26:
 // a signal raised in C, an abort after a message, a bad store in C, a Go
@@ -48,5 +51,21 @@ func TestTailKeepsHeadAndTail(t *testing.T) {
 	}
 	if got, want := tl.String(), "\nthe end"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+// A worker that printed more than the head holds before it crashed: its
+// headline is found in the tail.
+func TestDeathHeadlineInTail(t *testing.T) {
+	tl := &tail{max: 4096}
+	noise := strings.Repeat("worker log line that is not a crash report\n", 120)
+	report := "SIGSEGV: segmentation violation\nPC=0x7f3cbe663eec m=0 sigcode=1 addr=0x10\nsignal arrived during cgo execution\n\ngoroutine 1 gp=0x1 m=0 mp=0x2 [syscall]:\nruntime.cgocall(0x48b4d0, 0x184210e7af08)\n"
+	_, _ = tl.Write([]byte(noise + report))
+	w := &workerProc{out: tl, done: make(chan struct{})}
+	close(w.done)
+	got := w.death()
+	want := "exited: worker log line that is not a crash report; SIGSEGV: segmentation violation; PC=0x7f3cbe663eec m=0 sigcode=1 addr=0x10; signal arrived during cgo execution"
+	if got != want {
+		t.Errorf("death() = %q, want %q", got, want)
 	}
 }

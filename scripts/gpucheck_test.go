@@ -47,10 +47,12 @@ esac
 // 2025.3 does then), errors (2 errors, exit 86), refused (device not
 // supported). A fatbin path naming RACE_ gets 3 hazards and exit 86
 // unless FAKE_SAN_RACE=miss; one naming MEM_ 1 error and exit 86 unless
-// FAKE_SAN_MEM=miss.
+// FAKE_SAN_MEM=miss. Its options and command go to FAKE_SAN_LOG when set.
 const fakeSanitizer = `#!/usr/bin/env bash
-if [[ $1 == --help ]]; then echo "  --require-cuda-init arg (=yes)"; exit 0; fi
-while [[ $1 == --* ]]; do shift 2; done
+if [[ $1 == --help ]]; then printf '  --require-cuda-init arg (=yes)\n  --padding arg (=0)\n'; exit 0; fi
+opts=""
+while [[ $1 == --* ]]; do opts+="$1 $2 "; shift 2; done
+[[ -n ${FAKE_SAN_LOG:-} ]] && echo "$opts-- $*" >>"$FAKE_SAN_LOG"
 race=0
 [[ "$*" == *RACE_* && ${FAKE_SAN_RACE:-} != miss ]] && race=1
 mem=0
@@ -206,12 +208,15 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 
 // The memcheck control runs on the first quick case of its kernel alone,
 // its name quoted for --run; the race control on its kernel's cases.
+// Every memcheck run pads the allocations (the tool offers --padding);
+// racecheck runs do not.
 func TestGPUCheckControlCases(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	log := filepath.Join(t.TempDir(), "runs.txt")
-	rows, rc := gpuCheck(t, "memcheck racecheck", "FAKE_DT_LOG="+log)
+	slog := filepath.Join(t.TempDir(), "sanitizer.txt")
+	rows, rc := gpuCheck(t, "memcheck racecheck", "FAKE_DT_LOG="+log, "FAKE_SAN_LOG="+slog)
 	if rc != 0 {
 		t.Fatalf("exit %d, rows %q", rc, rows)
 	}
@@ -233,5 +238,19 @@ func TestGPUCheckControlCases(t *testing.T) {
 	}
 	if len(race) != 1 || !strings.HasSuffix(race[0], "--run ^topk_transform/ --failfast") {
 		t.Errorf("racecheck control runs %q, want one ending --run ^topk_transform/ --failfast", race)
+	}
+	sb, err := os.ReadFile(slog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := strings.Split(strings.TrimSpace(string(sb)), "\n")
+	if len(runs) != 4 {
+		t.Fatalf("%d sanitizer runs, want 4 (memcheck and racecheck, each real and control):\n%s", len(runs), sb)
+	}
+	for _, r := range runs {
+		padded := strings.Contains(r, "--padding 1024 ")
+		if memcheck := strings.Contains(r, "--tool memcheck "); padded != memcheck {
+			t.Errorf("sanitizer run %q: --padding 1024 present %v, want %v", r, padded, memcheck)
+		}
 	}
 }

@@ -54,9 +54,10 @@
  * (sticky CUDA_ERROR_LAUNCH_FAILED), "hang" (the next synchronisation
  * never returns), "segv" (the process dies of SIGSEGV in the launch).
  *
- * Build (scripts/test-kernels-emu --driver):
+ * Build (scripts/test-emu-driver does):
  *   g++ -x c++ -std=c++20 -O2 -ffp-contract=off -shared -fPIC \
- *       [-DKD_FAULT_<NAME>] -o DIR/libcuda.so.1 kernels/emu/libcuda_emu.cu
+ *       -fvisibility=hidden [-DKD_FAULT_<NAME>] -o DIR/libcuda.so.1 \
+ *       kernels/emu/libcuda_emu.cu
  * and put DIR first on LD_LIBRARY_PATH. */
 
 #include "host_emu.h"
@@ -69,6 +70,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -126,12 +128,15 @@ void device_cc(int *major, int *minor)
     *major = 9;
     *minor = 0;
     const char *cc = std::getenv("KD_EMU_CC");
+    if (cc == nullptr) return;
     int a, b;
     char end;
-    if (cc != nullptr && std::sscanf(cc, "%d.%d%c", &a, &b, &end) == 2 && a > 0 && b >= 0) {
-        *major = a;
-        *minor = b;
+    if (std::sscanf(cc, "%d.%d%c", &a, &b, &end) != 2 || a < 1 || a > 99 || b < 0 || b > 9) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_CC=%s: want MAJOR.MINOR, e.g. 12.0 (minor 0-9)\n", cc);
+        std::abort();
     }
+    *major = a;
+    *minor = b;
 }
 constexpr size_t kTotalMem = size_t{16} << 30;
 constexpr int kDriverVersion = 13000; /* CUDA 13.0 */
@@ -200,14 +205,19 @@ std::map<uintptr_t, Alloc> g_allocs;
 char g_primary_ctx; /* its address is the primary context's handle */
 thread_local void *t_current = nullptr;
 
-/* fault_for returns the injected fault class of entry name ("" for none). */
+/* fault_for returns the injected fault class of entry name ("" for none);
+ * a KD_EMU_FAULT that is not ENTRY:CLASS stops the process. */
 std::string fault_for(const char *name)
 {
     const char *f = std::getenv("KD_EMU_FAULT");
-    if (f == nullptr) return "";
+    if (f == nullptr || *f == 0) return "";
     const std::string s = f;
     const size_t colon = s.find(':');
-    if (colon == std::string::npos || s.substr(0, colon) != name) return "";
+    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT=%s: want ENTRY:CLASS\n", f);
+        std::abort();
+    }
+    if (s.substr(0, colon) != name) return "";
     return s.substr(colon + 1);
 }
 
@@ -245,11 +255,17 @@ const Alloc *find(uintptr_t p, size_t n)
     return &it->second;
 }
 
+/* The largest image taken: the length comes from the image's own header
+ * (the driver API passes no size), so a corrupt header must not send the
+ * copy below past memory that exists. */
+constexpr size_t kMaxImage = size_t{1} << 30;
+
 /* image_size returns the byte length of a fatbin or ELF image at p, or 0
  * when p is neither; PTX text is NUL-terminated. Fatbin container header:
  * u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload size. */
 size_t image_size(const unsigned char *p)
 {
+    if (strnlen(reinterpret_cast<const char *>(p), 4) < 4) return 0; /* both magics are 4 non-zero bytes */
     uint32_t magic;
     std::memcpy(&magic, p, 4);
     if (magic == 0xBA55ED50u) {
@@ -257,7 +273,7 @@ size_t image_size(const unsigned char *p)
         uint64_t fsize;
         std::memcpy(&hsize, p + 6, 2);
         std::memcpy(&fsize, p + 8, 8);
-        return hsize + fsize;
+        return fsize <= kMaxImage ? hsize + fsize : kMaxImage + 1;
     }
     if (std::memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) { /* ELF64: e_shoff, e_shentsize, e_shnum */
         uint64_t shoff;
@@ -265,7 +281,7 @@ size_t image_size(const unsigned char *p)
         std::memcpy(&shoff, p + 0x28, 8);
         std::memcpy(&shentsize, p + 0x3A, 2);
         std::memcpy(&shnum, p + 0x3C, 2);
-        return shoff + size_t{shentsize} * shnum;
+        return shoff <= kMaxImage ? shoff + size_t{shentsize} * shnum : kMaxImage + 1;
     }
     return 0;
 }
@@ -388,6 +404,7 @@ KD_EXPORT int cuDriverGetVersion(int *v)
 
 KD_EXPORT int cuGetErrorName(int code, const char **s)
 {
+    if (s == nullptr) return kInvalidValue;
     for (const ErrorText &e : kErrors)
         if (e.code == code) {
             *s = e.name;
@@ -399,6 +416,7 @@ KD_EXPORT int cuGetErrorName(int code, const char **s)
 
 KD_EXPORT int cuGetErrorString(int code, const char **s)
 {
+    if (s == nullptr) return kInvalidValue;
     for (const ErrorText &e : kErrors)
         if (e.code == code) {
             *s = e.desc;
@@ -412,6 +430,7 @@ KD_EXPORT int cuDeviceGetCount(int *n)
 {
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = ready(false)) return e;
+    if (n == nullptr) return kInvalidValue;
     *n = 1;
     return kSuccess;
 }
@@ -440,6 +459,7 @@ KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = ready(false)) return e;
     if (d != 0) return kInvalidDevice;
+    if (v == nullptr) return kInvalidValue;
     /* CUdevice_attribute numbers (CUDA Driver API reference). */
     switch (attr) {
     case 1: *v = 1024; break;          /* MAX_THREADS_PER_BLOCK */
@@ -483,7 +503,15 @@ KD_EXPORT int cuDevicePrimaryCtxRelease_v2(int d)
     if (!g_inited) return kNotInitialized;
     if (d != 0) return kInvalidDevice;
     if (g_ctx_refs == 0) return kInvalidContext;
-    --g_ctx_refs;
+    if (--g_ctx_refs == 0) {
+        /* The last reference resets the context: its memory is freed and a
+         * sticky error is gone (modules and events are leaked, not reused). */
+        for (auto &a : g_allocs) munmap(a.second.map, a.second.map_len);
+        g_allocs.clear();
+        g_sticky = g_pending = kSuccess;
+        g_hang = false;
+        t_current = nullptr;
+    }
     return kSuccess;
 }
 
@@ -510,6 +538,9 @@ KD_EXPORT int cuMemAlloc_v2(unsigned long long *dptr, size_t n)
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = ready(true)) return e;
     if (dptr == nullptr || n == 0) return kInvalidValue;
+    size_t used = 0;
+    for (const auto &a : g_allocs) used += a.second.size;
+    if (n > kTotalMem - used) return kOutOfMemory;
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t padded = (n + 255) / 256 * 256;
     const size_t data_pages = (padded + page - 1) / page * page;
@@ -574,6 +605,7 @@ KD_EXPORT int cuModuleLoadData(void **mod, const void *image)
     int major, minor;
     device_cc(&major, &minor);
     size_t n = image_size(p);
+    if (n > kMaxImage) return kInvalidImage;
     if (n == 0) {
         const char *text = static_cast<const char *>(image);
         if (std::strstr(text, ".version") == nullptr || std::strstr(text, ".entry") == nullptr) return kInvalidImage;
@@ -582,7 +614,11 @@ KD_EXPORT int cuModuleLoadData(void **mod, const void *image)
     } else if (std::memcmp(p, "\x7f" "ELF", 4) != 0 && !fatbin_serves(p, n, major, minor)) {
         return kNoBinaryForGPU;
     }
-    *mod = new Module{std::string(reinterpret_cast<const char *>(p), n)};
+    try {
+        *mod = new Module{std::string(reinterpret_cast<const char *>(p), n)};
+    } catch (const std::bad_alloc &) {
+        return kOutOfMemory;
+    }
     return kSuccess;
 }
 
