@@ -255,18 +255,15 @@ func (w *workerProc) kill() {
 }
 
 // death describes how a reaped worker ended: its exit status and the
-// crash headline of its output (crashHeadline: in its first 4 KiB, else
-// in its last, for a worker that printed much before it died), else its
-// last line.
+// crash headline of its output (crashHeadline, over the block tail.Crash
+// kept), else its last line.
 func (w *workerProc) death() string {
 	<-w.done
 	s := "exited"
 	if w.waitErr != nil {
 		s = w.waitErr.Error()
 	}
-	if l := crashHeadline(w.out.Head()); l != "" {
-		s += ": " + l
-	} else if l := crashHeadline(w.out.String()); l != "" {
+	if l := crashHeadline(w.out.Crash()); l != "" {
 		s += ": " + l
 	} else if l := lastLine(w.out.String()); l != "" {
 		s += ": " + l

@@ -84,26 +84,49 @@ type reply struct {
 	Props map[string]string
 }
 
-// tail keeps the first max and the last max bytes written to it (a
-// worker's stdout and stderr): the head holds why a worker died (the Go
-// runtime's "SIGSEGV: …" or "panic: …" comes before its goroutine dumps),
-// the tail what it said last.
+// tail keeps the last max bytes written to it (a worker's stdout and
+// stderr) and, wherever it comes, the first Go crash report's headline
+// block: the line before the headline, the headline, and the three lines
+// after it (see crashHeadline). The runtime's goroutine and register
+// dumps that follow a headline run to several KiB, so the last bytes
+// alone would lose it.
 type tail struct {
-	mu   sync.Mutex
-	max  int
-	head []byte
-	buf  []byte
+	mu    sync.Mutex
+	max   int
+	buf   []byte
+	line  []byte   // the line being written, up to maxLine bytes
+	prev  string   // the last complete line
+	crash []string // the headline block, once seen
+	after int      // lines of the block still to come
 }
+
+// maxLine bounds the bytes of one line that tail looks at for a headline.
+const maxLine = 1024
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n := min(t.max-len(t.head), len(p)); n > 0 {
-		t.head = append(t.head, p[:n]...)
-	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	for _, c := range p {
+		if c != '\n' {
+			if len(t.line) < maxLine {
+				t.line = append(t.line, c)
+			}
+			continue
+		}
+		l := string(t.line)
+		t.line = t.line[:0]
+		switch {
+		case t.crash == nil && isCrashHeadline(l):
+			t.crash, t.after = []string{t.prev, l}, 3
+		case t.after > 0:
+			t.crash = append(t.crash, l)
+			t.after--
+		}
+		t.prev = l
 	}
 	return len(p), nil
 }
@@ -115,15 +138,16 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// Head returns the first max bytes.
-func (t *tail) Head() string {
+// Crash returns the first crash report's headline block, or "" when none
+// has been written.
+func (t *tail) Crash() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.head)
+	return strings.Join(t.crash, "\n")
 }
 
-// crashHeadline returns why a Go process died, from the start of its
-// output: the runtime's headline ("panic: …", "fatal error: …", or
+// crashHeadline returns why a Go process died, from its output (or the
+// block tail.Crash keeps): the runtime's headline ("panic: …", "fatal error: …", or
 // "SIGSEGV: segmentation violation" for a signal in C code) with the
 // lines the runtime prints right after it about the signal ("[signal …]",
 // "PC=… addr=…", "signal arrived during cgo execution"), preceded by the

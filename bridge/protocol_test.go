@@ -38,29 +38,34 @@ func TestCrashHeadline(t *testing.T) {
 	}
 }
 
-// A worker's output keeps its first and its last max bytes.
-func TestTailKeepsHeadAndTail(t *testing.T) {
+// A worker's output keeps its last max bytes and the first crash
+// report's headline block, however the writes split the lines.
+func TestTailKeepsCrashBlock(t *testing.T) {
 	tl := &tail{max: 8}
-	for _, p := range []string{"SIG", "SEGV: x", "\nmiddle\n", "the end"} {
+	for _, p := range []string{"noise\nlast wo", "rds\nSIG", "SEGV: x\nPC=1\n\nsignal arrived during cgo execution\ngoroutine 1\n", "panic: later\nthe end"} {
 		if n, err := tl.Write([]byte(p)); n != len(p) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
 		}
 	}
-	if got, want := tl.Head(), "SIGSEGV:"; got != want {
-		t.Errorf("Head() = %q, want %q", got, want)
+	if got, want := tl.Crash(), "last words\nSIGSEGV: x\nPC=1\n\nsignal arrived during cgo execution"; got != want {
+		t.Errorf("Crash() = %q, want %q", got, want)
 	}
 	if got, want := tl.String(), "\nthe end"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
+	if got, want := crashHeadline(tl.Crash()), "last words; SIGSEGV: x; PC=1; signal arrived during cgo execution"; got != want {
+		t.Errorf("crashHeadline(Crash()) = %q, want %q", got, want)
+	}
 }
 
-// A worker that printed more than the head holds before it crashed: its
-// headline is found in the tail.
-func TestDeathHeadlineInTail(t *testing.T) {
+// A worker that printed several KiB before it crashed, and whose crash
+// dump runs past the 4 KiB tail: the headline is still reported.
+func TestDeathHeadlineAfterOutput(t *testing.T) {
 	tl := &tail{max: 4096}
-	noise := strings.Repeat("worker log line that is not a crash report\n", 120)
+	noise := strings.Repeat("worker log line that is not a crash report\n", 150)
 	report := "SIGSEGV: segmentation violation\nPC=0x7f3cbe663eec m=0 sigcode=1 addr=0x10\nsignal arrived during cgo execution\n\ngoroutine 1 gp=0x1 m=0 mp=0x2 [syscall]:\nruntime.cgocall(0x48b4d0, 0x184210e7af08)\n"
-	_, _ = tl.Write([]byte(noise + report))
+	dump := strings.Repeat("rax    0x0\nrbx    0x1\n", 300) + "gs     0x0\n"
+	_, _ = tl.Write([]byte(noise + report + dump))
 	w := &workerProc{out: tl, done: make(chan struct{})}
 	close(w.done)
 	got := w.death()

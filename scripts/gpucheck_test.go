@@ -47,9 +47,15 @@ esac
 // 2025.3 does then), errors (2 errors, exit 86), refused (device not
 // supported). A fatbin path naming RACE_ gets 3 hazards and exit 86
 // unless FAKE_SAN_RACE=miss; one naming MEM_ 1 error and exit 86 unless
-// FAKE_SAN_MEM=miss. Its options and command go to FAKE_SAN_LOG when set.
+// FAKE_SAN_MEM=miss (FAKE_SAN_MEM=other: 1 error, an API error, not an
+// invalid read). Its options and command go to FAKE_SAN_LOG when set;
+// with FAKE_SAN_OLD set its --help lists neither --require-cuda-init nor
+// --padding (an older tool).
 const fakeSanitizer = `#!/usr/bin/env bash
-if [[ $1 == --help ]]; then printf '  --require-cuda-init arg (=yes)\n  --padding arg (=0)\n'; exit 0; fi
+if [[ $1 == --help ]]; then
+	[[ -n ${FAKE_SAN_OLD:-} ]] || printf '  --require-cuda-init arg (=yes)\n  --padding arg (=0)\n'
+	exit 0
+fi
 opts=""
 while [[ $1 == --* ]]; do opts+="$1 $2 "; shift 2; done
 [[ -n ${FAKE_SAN_LOG:-} ]] && echo "$opts-- $*" >>"$FAKE_SAN_LOG"
@@ -57,6 +63,7 @@ race=0
 [[ "$*" == *RACE_* && ${FAKE_SAN_RACE:-} != miss ]] && race=1
 mem=0
 [[ "$*" == *MEM_* && ${FAKE_SAN_MEM:-} != miss ]] && mem=1
+[[ "$*" == *MEM_* && ${FAKE_SAN_MEM:-} == other ]] && mem=2
 echo "========= COMPUTE-SANITIZER"
 "$@"
 rc=$?
@@ -69,6 +76,11 @@ clean)
 	fi
 	if [[ $mem == 1 ]]; then
 		echo "========= Invalid __global__ read of size 4 bytes"
+		echo "========= ERROR SUMMARY: 1 error"
+		exit 86
+	fi
+	if [[ $mem == 2 ]]; then
+		echo "========= Program hit CUDA_ERROR_NO_BINARY_FOR_GPU (error 209) on CUDA API call to cuModuleLoadData."
 		echo "========= ERROR SUMMARY: 1 error"
 		exit 86
 	fi
@@ -158,7 +170,7 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 			`^ok 0 errors \(1 process\); difftest 2 passed, 0 failed.*; RACE_MISSING_BARRIER flagged \(3 hazards\)$`, 0},
 		// The tool never attached and exited 0: nothing was checked.
 		{"detached", []string{"FAKE_SAN=detached", "FAKE_DT=nodevice"},
-			`^FAIL exit 0; no summary; difftest no report; MEM_OOB_READ NOT flagged \(exit 0, 0 errors\)$`,
+			`^FAIL exit 0; no summary; difftest no report; MEM_OOB_READ NOT flagged \(exit 0, no invalid read reported, 0 errors\)$`,
 			`^FAIL exit 0; no summary; difftest no report; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
 		// A case failed under the tool: that case was not checked.
 		{"case failed", []string{"FAKE_DT=fail"},
@@ -172,8 +184,12 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 			`^FAIL exit 86; 2 errors \(1 process\); difftest 2 passed`,
 			`^FAIL exit 86; 2 errors`, 1},
 		{"memory error not flagged", []string{"FAKE_SAN_MEM=miss"},
-			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; MEM_OOB_READ NOT flagged \(exit 0, 0 errors\)$`,
+			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; MEM_OOB_READ NOT flagged \(exit 0, no invalid read reported, 0 errors\)$`,
 			`^ok .*RACE_MISSING_BARRIER flagged`, 1},
+		// An error of another kind is not the memory control's read.
+		{"memory control fails otherwise", []string{"FAKE_SAN_MEM=other"},
+			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; MEM_OOB_READ NOT flagged \(exit 86, no invalid read reported, 1 error\)$`,
+			`^ok `, 1},
 		{"race not flagged", []string{"FAKE_SAN_RACE=miss"},
 			`^ok `,
 			`^FAIL 0 errors \(1 process\); difftest 2 passed.*; RACE_MISSING_BARRIER NOT flagged \(exit 0, 0 hazards\)$`, 1},
@@ -252,5 +268,17 @@ func TestGPUCheckControlCases(t *testing.T) {
 		if memcheck := strings.Contains(r, "--tool memcheck "); padded != memcheck {
 			t.Errorf("sanitizer run %q: --padding 1024 present %v, want %v", r, padded, memcheck)
 		}
+	}
+	// An older tool without --padding or --require-cuda-init gets neither.
+	slog2 := filepath.Join(t.TempDir(), "sanitizer-old.txt")
+	if rows, rc := gpuCheck(t, "memcheck racecheck", "FAKE_SAN_OLD=1", "FAKE_SAN_LOG="+slog2); rc != 0 {
+		t.Fatalf("older tool: exit %d, rows %q", rc, rows)
+	}
+	sb2, err := os.ReadFile(slog2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sb2), "--padding") || strings.Contains(string(sb2), "--require-cuda-init") {
+		t.Errorf("an older tool was given options it lacks:\n%s", sb2)
 	}
 }

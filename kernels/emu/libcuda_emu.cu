@@ -129,9 +129,13 @@ void device_cc(int *major, int *minor)
     *minor = 0;
     const char *cc = std::getenv("KD_EMU_CC");
     if (cc == nullptr) return;
-    int a, b;
-    char end;
-    if (std::sscanf(cc, "%d.%d%c", &a, &b, &end) != 2 || a < 1 || a > 99 || b < 0 || b > 9) {
+    /* Exactly DIGITS "." DIGIT. */
+    const size_t len = std::strlen(cc);
+    const char *dot = std::strchr(cc, '.');
+    bool ok = dot != nullptr && dot > cc && dot - cc <= 2 && len == static_cast<size_t>(dot - cc) + 2;
+    for (const char *c = cc; ok && *c; ++c) ok = c == dot || (*c >= '0' && *c <= '9');
+    const int a = ok ? std::atoi(cc) : 0, b = ok ? dot[1] - '0' : 0;
+    if (!ok || a < 1) {
         std::fprintf(stderr, "libcuda_emu: KD_EMU_CC=%s: want MAJOR.MINOR, e.g. 12.0 (minor 0-9)\n", cc);
         std::abort();
     }
@@ -227,7 +231,7 @@ int ready(bool ctx)
 {
     if (!g_inited) return kNotInitialized;
     if (g_sticky != kSuccess) return g_sticky;
-    if (ctx && t_current == nullptr) return kInvalidContext;
+    if (ctx && (t_current == nullptr || g_ctx_refs == 0)) return kInvalidContext; /* none, or reset */
     return kSuccess;
 }
 
