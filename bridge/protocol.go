@@ -161,10 +161,8 @@ func crashHeadline(out string) string {
 			continue
 		}
 		var parts []string
-		for j := max(0, i-1); j < i; j++ {
-			if s := strings.TrimSpace(lines[j]); s != "" {
-				parts = append(parts, s)
-			}
+		if i > 0 && strings.TrimSpace(lines[i-1]) != "" {
+			parts = append(parts, strings.TrimSpace(lines[i-1]))
 		}
 		parts = append(parts, strings.TrimSpace(l))
 		for _, n := range lines[i+1 : min(len(lines), i+4)] {

@@ -235,6 +235,14 @@ int ready(bool ctx)
     return kSuccess;
 }
 
+/* device_ready is ready(false) for a call on device d, of which there is
+ * one: CUDA_ERROR_INVALID_DEVICE for any other. */
+int device_ready(int d)
+{
+    if (int e = ready(false)) return e;
+    return d == 0 ? kSuccess : kInvalidDevice;
+}
+
 /* synchronise reports (and clears, or makes sticky) the pending error. */
 int synchronise()
 {
@@ -442,8 +450,7 @@ KD_EXPORT int cuDeviceGetCount(int *n)
 KD_EXPORT int cuDeviceGet(int *d, int ordinal)
 {
     std::lock_guard<std::mutex> l(g_mu);
-    if (int e = ready(false)) return e;
-    if (ordinal != 0) return kInvalidDevice;
+    if (int e = device_ready(ordinal)) return e;
     *d = 0;
     return kSuccess;
 }
@@ -451,8 +458,7 @@ KD_EXPORT int cuDeviceGet(int *d, int ordinal)
 KD_EXPORT int cuDeviceGetName(char *name, int len, int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
-    if (int e = ready(false)) return e;
-    if (d != 0) return kInvalidDevice;
+    if (int e = device_ready(d)) return e;
     if (name == nullptr || len <= 0) return kInvalidValue;
     std::snprintf(name, static_cast<size_t>(len), "kerneldiff host emulator");
     return kSuccess;
@@ -461,8 +467,7 @@ KD_EXPORT int cuDeviceGetName(char *name, int len, int d)
 KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
-    if (int e = ready(false)) return e;
-    if (d != 0) return kInvalidDevice;
+    if (int e = device_ready(d)) return e;
     if (v == nullptr) return kInvalidValue;
     /* CUdevice_attribute numbers (CUDA Driver API reference). */
     switch (attr) {
@@ -485,8 +490,7 @@ KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
 KD_EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
-    if (int e = ready(false)) return e;
-    if (d != 0) return kInvalidDevice;
+    if (int e = device_ready(d)) return e;
     *bytes = kTotalMem;
     return kSuccess;
 }
@@ -494,8 +498,7 @@ KD_EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int d)
 KD_EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
-    if (int e = ready(false)) return e;
-    if (d != 0) return kInvalidDevice;
+    if (int e = device_ready(d)) return e;
     ++g_ctx_refs;
     *ctx = &g_primary_ctx;
     return kSuccess;
