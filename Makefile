@@ -5,11 +5,16 @@ FATBIN  ?= $(BUILD)/kernels.fatbin
 # go-nvml resolves NVML lazily; a "-z now" link dies at start-up (DESIGN.md §2).
 GOLDFLAGS ?= -ldflags=-extldflags=-Wl,-z,lazy
 DIFFTEST_ARGS ?=
+# The implementation `make difftest` runs: cuda (the GPU), or emu (the
+# kernels' CUDA source on the CPU emulator, through the emulated driver
+# EMU_DRIVER: the whole GPU path without a GPU; slow).
+IMPL    ?= cuda
+EMU_DRIVER ?= $(BUILD)/emu-driver/libcuda.so.1
 # go-nvml's header marks NVML 13 deprecations; they are not ours to fix.
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels test emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels emu-lib test bisect-test emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -23,8 +28,9 @@ kernels:
 # The test command of README.md: builds the kernels (nvcc from pinned
 # wheels, spill check), runs the CUDA source on the CPU emulator against the
 # contracts and through the harness (quick suite), runs difftest's GPU path
-# on the emulated driver, sets up the Python test tools, runs every Go test.
-test: kernels emu emu-driver gotest
+# on the emulated driver, bisects a planted bad commit in a throwaway
+# repository, sets up the Python test tools, runs every Go test.
+test: kernels emu emu-driver bisect-test gotest
 
 # The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
 # and the quick suite through the harness via the exec protocol.
@@ -37,6 +43,11 @@ emu:
 # device faults and the GPU-tagged Go tests (about a minute).
 emu-driver: kernels
 	FATBIN=$(FATBIN) scripts/test-emu-driver $(BUILD)/emu
+
+# README's git bisect recipe end to end in a throwaway repository: a copy
+# of scripts/bisect-step with --impl emu must name a planted bad commit.
+bisect-test:
+	scripts/test-bisect
 
 # Every fault build of kernels/faults.txt, emulated, must fail its contract
 # test (the GPU selftest's CPU counterpart; about a minute of compiling).
@@ -59,9 +70,20 @@ gotest:
 	scripts/setup-pytools
 	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test ./...
 
-# The main job: build the kernels and run the default suite on the GPU.
+# The emulated driver --impl emu loads (kernels/emu/libcuda_emu.cu).
+emu-lib:
+	scripts/build-emu-driver $(dir $(EMU_DRIVER))
+
+# The main job: build the kernels and run the default suite on the GPU
+# (IMPL=emu: on the CPU emulator instead). Without a driver, IMPL=cuda
+# exits 125: a GPU job whose driver broke never passes on the emulator.
+ifeq ($(IMPL),emu)
+difftest: kernels emu-lib $(BUILD)/difftest
+	KD_LIBCUDA=$(abspath $(EMU_DRIVER)) $(BUILD)/difftest run --impl emu --fatbin $(FATBIN) $(DIFFTEST_ARGS)
+else
 difftest: kernels $(BUILD)/difftest
-	$(BUILD)/difftest run --fatbin $(FATBIN) $(DIFFTEST_ARGS)
+	$(BUILD)/difftest run --impl $(IMPL) --fatbin $(FATBIN) $(DIFFTEST_ARGS)
+endif
 
 selftest: $(BUILD)/difftest
 	$(BUILD)/difftest selftest

@@ -154,6 +154,7 @@ func TestMain(m *testing.M) {
 		fs := flag.NewFlagSet(workerCommand, flag.ExitOnError)
 		fatbin := fs.String("fatbin", "", "")
 		fs.Int("device", 0, "")
+		fs.String("driver", "", "")
 		_ = fs.Parse(os.Args[2:])
 		img, err := os.ReadFile(*fatbin)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
@@ -65,6 +66,7 @@ func exitGraceFrom(v string) (time.Duration, error) {
 // use; cases run one at a time.
 type Impl struct {
 	mu        sync.Mutex
+	name      string // "cuda" or "emu"
 	timeout   time.Duration
 	exitGrace time.Duration    // wait for a worker's own exit before killing it
 	spawn     func() *exec.Cmd // a fresh worker command
@@ -87,15 +89,97 @@ type workerProc struct {
 	out     *tail
 }
 
+// DriverEnv names the environment variable that, when set, is the
+// driver library the `cuda` and `emu` implementations and `difftest info`
+// dlopen instead of their default (a file path, or a soname searched as
+// dlopen(3) does). Tests set it to a path that does not exist to force "no
+// driver" whatever the machine has; scripts may point it at one driver
+// installation.
+const DriverEnv = "KD_LIBCUDA"
+
+// DefaultEmuDriver is the emulated driver (kernels/emu/libcuda_emu.cu,
+// built by `make emu-lib` and `make difftest IMPL=emu`) that `--impl emu`
+// loads when DriverEnv is not set, relative to the working directory.
+const DefaultEmuDriver = "build/emu-driver/libcuda.so.1"
+
+// EmulatorDevice is the device name the emulated driver reports
+// (cuDeviceGetName); `--impl emu` refuses any other device, and a run on
+// it is labelled emulated (difftest.PropEmulated).
+const EmulatorDevice = "kerneldiff host emulator"
+
+// driverPath is the library the `cuda` implementation's worker loads:
+// DriverEnv when set, else libcuda.so.1.
+func driverPath() string {
+	if p := os.Getenv(DriverEnv); p != "" {
+		return p
+	}
+	return cuda.LibraryName
+}
+
 // NewImpl is the factory registered as "cuda". It starts the first worker
 // at once, so a machine that cannot run the kernels is known before any
 // case: no driver, no device, --device out of range, no fatbin, or a
 // fatbin with no image for this GPU give a *difftest.RunError of class
-// Unavailable whose message is the one-line reason; so do a fatbin whose
-// kernels take another parameter layout than the launchers pack
+// Unavailable whose message is the one-line reason (with, when there is
+// no driver or device, how to run without a GPU instead); so do a fatbin
+// whose kernels take another parameter layout than the launchers pack
 // (checkFatbinParams, before any worker starts) and a malformed
-// ExitGraceEnv.
+// ExitGraceEnv. The worker loads DriverEnv's library when it is set.
 func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	im, err := newDeviceImpl(opts, "cuda", driverPath())
+	if err != nil {
+		var re *difftest.RunError
+		if errors.As(err, &re) && re.Class == difftest.Unavailable && noDevice(re.Msg) {
+			re.Msg += noGPUHint
+		}
+		return nil, err
+	}
+	return im, nil
+}
+
+// noGPUHint ends the one-line reason of a `cuda` run that found no driver
+// or device: the two ways to run without a GPU.
+const noGPUHint = "; without a GPU, run the kernels' CUDA source on the CPU emulator (make difftest IMPL=emu, or --impl emu) or the Go reference (--impl reference)"
+
+// noDevice tells whether an Unavailable message is about the machine
+// (no driver, no device) rather than the fatbin or the flags.
+func noDevice(msg string) bool {
+	return strings.Contains(msg, "no CUDA driver") || strings.Contains(msg, "CUDA_ERROR_NO_DEVICE")
+}
+
+// NewEmuImpl is the factory registered as "emu": the `cuda` implementation
+// (worker process, dlopen shim, launchers, fatbin image rule) over the
+// emulated driver, which runs the kernels' CUDA source on the CPU. The
+// library is DriverEnv's when set, else DefaultEmuDriver; it must exist
+// and report EmulatorDevice, so a GPU is never labelled emulated and an
+// emulator never passes for a GPU. Errors are *difftest.RunError of class
+// Unavailable, as for NewImpl.
+func NewEmuImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	lib := os.Getenv(DriverEnv)
+	if lib == "" {
+		lib = DefaultEmuDriver
+	}
+	abs, err := filepath.Abs(lib)
+	if err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
+	}
+	if st, err := os.Stat(abs); err != nil || !st.Mode().IsRegular() {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no emulated driver at %s (make emu-lib builds it; make difftest IMPL=emu builds it and runs)", lib)}
+	}
+	im, err := newDeviceImpl(opts, "emu", abs)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(im.device, EmulatorDevice) {
+		im.Close()
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("%s is not the emulated driver (its device is %q): --impl emu runs only on %s; use --impl cuda for a GPU", lib, im.device, EmulatorDevice)}
+	}
+	return im, nil
+}
+
+// newDeviceImpl starts the worker of implementation name over the driver
+// library at lib (see NewImpl for the errors).
+func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	fatbin := opts.Fatbin
 	if fatbin == "" {
 		fatbin = DefaultFatbin
@@ -123,7 +207,7 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
 	spawn := func() *exec.Cmd {
-		cmd := exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device))
+		cmd := exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib)
 		cmd.Env = append(os.Environ(), workerEnv+"=1")
 		return cmd
 	}
@@ -131,9 +215,13 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
+	im.name = name
 	im.exitGrace = grace
 	sum := sha256.Sum256(fb)
 	im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
+	if strings.HasPrefix(im.device, EmulatorDevice) {
+		im.props[difftest.PropEmulated] = "the kernels' CUDA source on the CPU emulator (" + lib + "), not a GPU"
+	}
 	return im, nil
 }
 
@@ -143,7 +231,7 @@ func newImpl(timeout time.Duration, spawn func() *exec.Cmd, pk map[string]packer
 	if timeout <= 0 {
 		timeout = defaultCaseTimeout
 	}
-	im := &Impl{timeout: timeout, exitGrace: defaultExitGrace, spawn: spawn, packers: pk}
+	im := &Impl{name: "cuda", timeout: timeout, exitGrace: defaultExitGrace, spawn: spawn, packers: pk}
 	if err := im.start(context.Background(), true); err != nil {
 		return nil, err
 	}
@@ -153,8 +241,8 @@ func newImpl(timeout time.Duration, spawn func() *exec.Cmd, pk map[string]packer
 	return im, nil
 }
 
-// Name implements difftest.Impl.
-func (im *Impl) Name() string { return "cuda" }
+// Name implements difftest.Impl: "cuda", or "emu" on the emulated driver.
+func (im *Impl) Name() string { return im.name }
 
 // Device describes the device the first worker opened.
 func (im *Impl) Device() string { return im.device }

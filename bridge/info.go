@@ -41,7 +41,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	writeBuild(stdout)
 	imgs := writeFatbin(stdout, *fatbin)
-	drv, err := cuda.Open()
+	drv, err := cuda.OpenLibrary(driverPath())
 	if err == nil {
 		err = drv.Init()
 	}

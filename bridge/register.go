@@ -17,6 +17,7 @@ import (
 
 func init() {
 	difftest.RegisterImpl("cuda", NewImpl)
+	difftest.RegisterImpl("emu", NewEmuImpl)
 	difftest.RegisterCommand(difftest.Command{
 		Name:    "info",
 		Summary: "device, driver, fatbin images and build of this difftest",
@@ -37,7 +38,7 @@ func init() {
 	})
 }
 
-// runWorker is `difftest cuda-worker --fatbin PATH --device N`, started by
+// runWorker is `difftest cuda-worker --fatbin PATH --device N --driver LIB`, started by
 // Impl with the protocol pipes on fds 3 and 4. Exit 0 at the end of the
 // requests (and for --help), 1 after a lost context or an unusable device,
 // 2 on bad usage.
@@ -46,6 +47,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to load")
 	device := fs.Int("device", 0, "CUDA device ordinal")
+	driver := fs.String("driver", cuda.LibraryName, "driver library to dlopen (a soname or a file path)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -71,7 +73,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "cuda-worker:", err)
 		return 1
 	}
-	drv, _ := cuda.Open() // without a driver, drv reports ErrNoDriver from Init
+	drv, _ := cuda.OpenLibrary(*driver) // without a driver, drv reports ErrNoDriver from Init
 	err = serve(req, rep, drv, image, *device, packers())
 	switch {
 	case err == nil:

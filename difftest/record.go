@@ -98,6 +98,9 @@ const (
 	PropCUDA             = "cuda"          // CUDA version the driver supports, e.g. "13.0"
 	PropFatbin           = "fatbin_sha256" // hex SHA-256 of the loaded fatbin
 	PropGitCommit        = "git_commit"
+	// PropEmulated is set, to a description of what ran, when the kernels
+	// ran on the emulated driver (the CUDA source on the CPU), not a GPU.
+	PropEmulated = "emulated"
 )
 
 // PropertyProvider is implemented by implementations that know their

@@ -53,7 +53,8 @@ func fmtDuration(d time.Duration) string {
 //	FAIL    topk_transform/ties-k         mismatch  missing=1       ~2.31ms ¹
 //
 // then, per failure, its message and replay command(s); then numbered
-// warnings; then "N passed, M failed (class n, …) in T". A record
+// warnings; then, for a run on the emulated driver (PropEmulated), a line
+// "emulated: WHAT RAN"; then "N passed, M failed (class n, …) in T". A record
 // without kernel time shows its wall time with a "~" and a footnote.
 func WriteTable(w io.Writer, rep *Report) error {
 	header := []string{"STATUS", "CASE", "CLASS", "METRIC", "TIME"}
@@ -131,6 +132,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 			sum.Add(r)
 		}
 		sum.Aborted = "the report ends before its summary"
+	}
+	if e := rep.Header.Properties[PropEmulated]; e != "" {
+		b.WriteString("\nemulated: " + e + "\n")
 	}
 	b.WriteString("\n" + SummaryLine(*sum) + "\n")
 	_, err := io.WriteString(w, b.String())

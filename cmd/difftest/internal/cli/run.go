@@ -29,7 +29,7 @@ type implFlags struct {
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, reference, mutant:NAME or exec:CMD (required in a build without cuda)")
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME or exec:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
