@@ -8,3 +8,5 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 )
+
+require golang.org/x/sys v0.50.0 // indirect

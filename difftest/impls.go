@@ -72,7 +72,7 @@ func ImplNames() []string {
 	}
 	registry.Unlock()
 	sort.Strings(names[1:])
-	names = append(names, "exec:CMD")
+	names = append(names, "exec:CMD", "serve:CMD")
 	for _, k := range Kernels() {
 		for _, m := range k.Mutants() {
 			names = append(names, "mutant:"+m.Name)
@@ -95,7 +95,8 @@ func DefaultImpl() string {
 var ErrUnknownImpl = errors.New("unknown implementation")
 
 // NewImpl resolves an --impl value: "reference", "mutant:NAME", "exec:CMD"
-// (CMD is split on spaces by the exec implementation) or a registered
+// (CMD is split on spaces by the exec implementation), "serve:CMD"
+// (started here: NewServeImpl) or a registered
 // factory name such as "cuda". An implementation that cannot run here is a
 // *RunError of class Unavailable; an unknown name wraps ErrUnknownImpl.
 func NewImpl(name string, opts ImplOptions) (Impl, error) {
@@ -114,6 +115,12 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 			return nil, fmt.Errorf("%w %q: exec: needs a command", ErrUnknownImpl, name)
 		}
 		return NewExecImpl(cmd, opts.Timeout), nil
+	case strings.HasPrefix(name, "serve:"):
+		cmd := strings.TrimPrefix(name, "serve:")
+		if strings.TrimSpace(cmd) == "" {
+			return nil, fmt.Errorf("%w %q: serve: needs a command", ErrUnknownImpl, name)
+		}
+		return NewServeImpl(cmd, opts.Timeout)
 	}
 	f, ok := LookupImpl(name)
 	if !ok {

@@ -223,6 +223,11 @@ type RunInfo struct {
 type RunError struct {
 	Class Class
 	Msg   string
+	// Skip, with Class Unavailable, says that only this case cannot run
+	// here (a serve program that does not implement its kernel): the
+	// runner records it as not tested and goes on, where a plain
+	// Unavailable stops the run.
+	Skip bool
 }
 
 func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }

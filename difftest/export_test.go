@@ -1,0 +1,4 @@
+package difftest
+
+// NewServeImplHello is NewServeImpl with the hello time-out given.
+var NewServeImplHello = newServeImpl

@@ -1,0 +1,256 @@
+// End-to-end tests of the serve protocol: testdata/serveimpl, a Go server
+// running the kernels' references in the shared memory, is driven through
+// NewServeImpl and the suite loop, correct and in every misbehaviour,
+// each of which must fail its case with its class while the next case
+// passes on the same or a restarted program.
+
+package difftest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/fixtures"
+)
+
+// serveBuild builds testdata/serveimpl once per test binary.
+func serveBuild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "serve impl", "serveimpl")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./testdata/serveimpl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveItems is the quick suite's cases whose ids match re.
+func serveItems(t *testing.T, re string) []difftest.Item {
+	t.Helper()
+	s, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := s.Items(difftest.Selection{Seed: 1, Repeat: 1, Run: regexp.MustCompile(re)})
+	if len(items) < 2 {
+		t.Fatalf("quick suite: %d cases match %q, want ≥ 2", len(items), re)
+	}
+	return items
+}
+
+// serveRun runs items through a serve implementation and returns the
+// records by case id, with the run's error.
+func serveRun(t *testing.T, impl difftest.Impl, items []difftest.Item, timeout time.Duration) (map[string]*difftest.Record, difftest.Summary, error) {
+	t.Helper()
+	recs := map[string]*difftest.Record{}
+	sum, err := difftest.Run(context.Background(), difftest.Config{
+		Suite: "quick", Items: items, Impl: impl, ImplName: impl.Name(), Timeout: timeout,
+		OnRecord: func(r *difftest.Record) error { recs[r.Case] = r; return nil },
+	})
+	return recs, sum, err
+}
+
+func serveQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func TestServeCorrect(t *testing.T) {
+	bin := serveBuild(t)
+	impl, err := difftest.NewServeImpl(serveQuote(bin), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impl.Close()
+	items := serveItems(t, ".")
+	recs, sum, err := serveRun(t, impl, items, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Passed != len(items) || sum.Failed != 0 {
+		for _, r := range recs {
+			if r.Failed() {
+				t.Errorf("%s: %s: %s", r.Case, r.Class, r.Message)
+			}
+		}
+		t.Fatalf("passed %d, failed %d of %d", sum.Passed, sum.Failed, len(items))
+	}
+	for id, r := range recs {
+		if r.KernelTime != time.Microsecond {
+			t.Errorf("%s: kernel time %v, want the reply's 1µs", id, r.KernelTime)
+		}
+	}
+	props := impl.(difftest.PropertyProvider).Properties()
+	if props[difftest.PropDevice] != "serveimpl test device" || props[difftest.PropServeVersion] != "serveimpl 1" {
+		t.Errorf("properties %v", props)
+	}
+	if err := impl.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// Each misbehaviour fails exactly the case it happens in, with its class
+// and a message that says what happened; every other case passes.
+func TestServeMisbehaviour(t *testing.T) {
+	bin := serveBuild(t)
+	const bad = "topk_transform/lengths-k512"
+	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512|masked-k512)$|^norm_rope_store/gaussian/v4/N=96/P=64$`)
+	for _, tc := range []struct {
+		mode    string
+		class   difftest.Class
+		msg     string
+		timeout time.Duration
+	}{
+		{"die", difftest.Crash, "exit status 3; stderr: serveimpl: dying on purpose", 0},
+		{"hang", difftest.Timeout, "time-out", 2 * time.Second},
+		{"garbage", difftest.BadOutput, "not a JSON object", 0},
+		{"oversize", difftest.BadOutput, "message length 2147483648", 0},
+		{"wrong-seq", difftest.Crash, "protocol error: reply for request 4 to request 3", 0},
+		{"error", difftest.Crash, "serveimpl: failing on purpose | second line", 0},
+		{"guard", difftest.Guard, "page_indices", 0},
+		{"write-input", difftest.InputModified, "scores", 0},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = time.Minute
+			}
+			impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"), timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer impl.Close()
+			recs, sum, err := serveRun(t, impl, items, timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := recs[bad]
+			if r == nil || r.Class != tc.class || !strings.Contains(r.Message, tc.msg) {
+				t.Fatalf("%s: got %+v, want class %s with %q", bad, r, tc.class, tc.msg)
+			}
+			if sum.Failed != 1 || sum.Passed != len(items)-1 {
+				for _, r := range recs {
+					if r.Failed() && r.Case != bad {
+						t.Errorf("%s also failed: %s: %s", r.Case, r.Class, r.Message)
+					}
+				}
+				t.Fatalf("passed %d, failed %d of %d", sum.Passed, sum.Failed, len(items))
+			}
+		})
+	}
+}
+
+// 50 MB on stderr costs no memory beyond the tail, and the case passes.
+func TestServeStderrFlood(t *testing.T) {
+	bin := serveBuild(t)
+	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode flood", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impl.Close()
+	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
+	_, sum, err := serveRun(t, impl, items, time.Minute)
+	if err != nil || sum.Failed != 0 {
+		t.Fatalf("%v, %+v", err, sum)
+	}
+}
+
+// A child left in the program's process group is killed with it at Close.
+func TestServeCloseKillsGroup(t *testing.T) {
+	bin := serveBuild(t)
+	pidfile := filepath.Join(t.TempDir(), "child.pid")
+	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode fork -pidfile "+serveQuote(pidfile), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
+	if _, sum, err := serveRun(t, impl, items, time.Minute); err != nil || sum.Failed != 0 {
+		t.Fatalf("%v, %+v", err, sum)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	if err := impl.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d still running after Close", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A program that cannot start, dies before its hello or speaks another
+// protocol leaves nothing to test: Unavailable, with the reason.
+func TestServeUnavailable(t *testing.T) {
+	bin := serveBuild(t)
+	for _, tc := range []struct{ cmd, msg string }{
+		{"/nonexistent/serve-program", "cannot start /nonexistent/serve-program"},
+		{serveQuote(bin) + " -mode protocol2", "protocol 2; this difftest speaks 1"},
+		{serveQuote(bin) + " -kernels nothing_known", `names kernels ["nothing_known"], none of this build's`},
+		{"sh -c 'echo gone >&2; exit 4'", "ended before its hello: exit status 4; stderr: gone"},
+	} {
+		_, err := difftest.NewServeImpl(tc.cmd, time.Minute)
+		var re *difftest.RunError
+		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, tc.msg) {
+			t.Errorf("%s: got %v, want unavailable with %q", tc.cmd, err, tc.msg)
+		}
+	}
+}
+
+// A program that never says hello is given up on after the hello time-out.
+func TestServeNoHello(t *testing.T) {
+	bin := serveBuild(t)
+	t0 := time.Now()
+	_, err := difftest.NewServeImplHello(serveQuote(bin)+" -mode no-hello", time.Minute, 500*time.Millisecond)
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "no hello within 500ms") {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// The framing: a length over the limit or zero is refused before any
+// allocation; a message round-trips.
+func TestServeFraming(t *testing.T) {
+	var b bytes.Buffer
+	if err := difftest.WriteServeMessage(&b, map[string]int{"seq": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Bytes(); binary.LittleEndian.Uint32(got) != uint32(len(`{"seq":3}`)) || string(got[4:]) != `{"seq":3}` {
+		t.Fatalf("framed %q", got)
+	}
+	msg, err := difftest.ReadServeMessage(&b)
+	if err != nil || string(msg) != `{"seq":3}` {
+		t.Fatalf("read %q, %v", msg, err)
+	}
+	for _, n := range []uint32{0, difftest.ServeMaxMessage + 1, 1 << 31} {
+		var hdr [4]byte
+		binary.LittleEndian.PutUint32(hdr[:], n)
+		if _, err := difftest.ReadServeMessage(bytes.NewReader(hdr[:])); err == nil || !strings.Contains(err.Error(), "message length") {
+			t.Errorf("length %d: %v", n, err)
+		}
+	}
+	if _, err := difftest.ReadServeMessage(bytes.NewReader([]byte{5, 0, 0, 0, '{'})); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("cut message: %v", err)
+	}
+	if err := difftest.WriteServeMessage(&b, strings.Repeat("x", difftest.ServeMaxMessage)); err == nil {
+		t.Error("an oversize message was written")
+	}
+}
