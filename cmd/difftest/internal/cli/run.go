@@ -29,7 +29,7 @@ type implFlags struct {
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME or exec:CMD (required in a build without cuda)")
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
@@ -52,9 +52,11 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 	if f.impl == "" {
 		return nil, usageErr(stderr, "no --impl given and this build has no cuda implementation; use --impl reference, mutant:NAME or exec:CMD")
 	}
-	if cmd, ok := strings.CutPrefix(f.impl, "exec:"); ok {
-		if _, err := difftest.SplitCommand(cmd); err != nil {
-			return nil, usageErr(stderr, "--impl %s: %v", f.impl, err)
+	for _, prefix := range []string{"exec:", "serve:"} {
+		if cmd, ok := strings.CutPrefix(f.impl, prefix); ok {
+			if _, err := difftest.SplitCommand(cmd); err != nil {
+				return nil, usageErr(stderr, "--impl %s: %v", f.impl, err)
+			}
 		}
 	}
 	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Timeout: f.timeout})
