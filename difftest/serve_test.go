@@ -254,3 +254,44 @@ func TestServeFraming(t *testing.T) {
 		t.Error("an oversize message was written")
 	}
 }
+
+// BenchmarkServeRoundTrip is the harness's cost of one run of a small case
+// through serve (layout, copies into the shared memory, request, reply,
+// copies back), against a Go program that answers at once. Compare with
+// BenchmarkExecRoundTrip-style costs of starting a process per run.
+func BenchmarkServeRoundTrip(b *testing.B) {
+	serveBench(b, 1<<12)
+}
+
+// BenchmarkServeTransfer1GiB moves a 1 GiB input through the shared memory
+// per run (b.SetBytes: the MB/s column is the transfer rate).
+func BenchmarkServeTransfer1GiB(b *testing.B) {
+	serveBench(b, 1<<30)
+}
+
+func serveBench(b *testing.B, nbytes int) {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "serveimpl")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl").CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode noop -kernels topk_transform", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer impl.Close()
+	x := difftest.MustTensor("scores", difftest.U8, nbytes)
+	for i := range x.Data {
+		x.Data[i] = byte(i)
+	}
+	c := &difftest.Case{ID: "topk_transform/bench", Kernel: "topk_transform", Params: map[string]int{"n": nbytes},
+		Inputs: []*difftest.Tensor{x}, Outputs: []difftest.OutputSpec{{Name: "page_indices", DType: difftest.I32, Shape: []int{512}}}}
+	bufs := difftest.NewBuffers(c, difftest.PoisonA)
+	b.SetBytes(int64(nbytes))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := impl.Run(context.Background(), nil, c, bufs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

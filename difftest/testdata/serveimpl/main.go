@@ -12,6 +12,8 @@
 // Modes, one per failure of the protocol:
 //
 //	correct      answer every request
+//	noop         answer every request at once without computing (for
+//	             the benchmarks of the harness's own overhead)
 //	die          exit status 3 in the middle of the request
 //	hang         never answer that request
 //	no-hello     never send the hello (sleep)
@@ -113,7 +115,7 @@ func main() {
 				must(os.WriteFile(*pidfile, []byte(fmt.Sprint(child.Process.Pid)), 0o644))
 			}
 		}
-		if reply.Status == "ok" {
+		if reply.Status == "ok" && *mode != "noop" {
 			must(compute(&r, mem))
 		}
 		if bad {
