@@ -153,6 +153,12 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Progress: func(done, total int) { prog.update(done, total, 0, time.Since(start)) },
 	})
 	prog.finish()
+	if in, stopped := difftest.InterruptedBy(ctx); stopped {
+		// Mutants stop at their first caught case: a partial table would
+		// say nothing about the ones not run.
+		fmt.Fprintf(stderr, "difftest: selftest %v before every mutant ran: no verdict\n", in)
+		return in.ExitCode()
+	}
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}

@@ -132,10 +132,17 @@ func TestInterruptExitCodeWins(t *testing.T) {
 			t.Errorf("%v under %s: exit %d, want %d\n%s%s", tc.args, difftest.SignalName(tc.sig), code, tc.code, stdout.String(), stderr.String())
 		}
 	}
+	// selftest says it was stopped, not "context canceled".
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&difftest.Interrupted{Signal: syscall.SIGINT})
+	var stderr bytes.Buffer
+	if code := Main(ctx, []string{"selftest", "--suite", small}, &bytes.Buffer{}, &stderr); code != 130 || stderr.String() != "difftest: selftest interrupted by SIGINT before every mutant ran: no verdict\n" {
+		t.Errorf("selftest under SIGINT: exit %d, stderr %q", code, stderr.String())
+	}
 	// A plain cancellation is no person's signal: the usual codes apply.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if code := Main(ctx, []string{"test-exit-255"}, &bytes.Buffer{}, &bytes.Buffer{}); code != 125 {
+	plain, stop := context.WithCancel(context.Background())
+	stop()
+	if code := Main(plain, []string{"test-exit-255"}, &bytes.Buffer{}, &bytes.Buffer{}); code != 125 {
 		t.Errorf("plain cancel: exit %d, want 125", code)
 	}
 }
