@@ -283,9 +283,11 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 		}
 	}
 	if f.junit != "" {
-		if err := writeJUnitFile(f.junit, rep); err != nil && (runErr == nil || interrupted) {
-			fmt.Fprintf(stderr, "difftest: --junit %s: %v\n", f.junit, err)
-			if runErr == nil {
+		if err := writeJUnitFile(f.junit, rep); err != nil {
+			err = fmt.Errorf("--junit %s: %w", f.junit, err)
+			if interrupted {
+				fmt.Fprintf(stderr, "difftest: %v\n", err)
+			} else if runErr == nil {
 				runErr = err
 			}
 		}
