@@ -15,8 +15,11 @@ package difftest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,17 +107,24 @@ func SplitCommand(cmd string) ([]string, error) {
 
 // NewExecImpl returns the exec:CMD implementation of DESIGN.md §7. CMD is
 // split by SplitCommand (callers that want a usage error before the first
-// case call SplitCommand themselves; otherwise every Run fails with class
-// launch-error). The program is looked up in PATH, inherits the
-// environment and working directory, reads nothing on stdin, and has its
-// stdout discarded; the last ExecStderrTail bytes of its stderr go into
-// failure messages. It runs in its own process group; timeout > 0 bounds
-// each case, and on time-out the whole group is killed with SIGKILL. After
-// every run, whatever is left of the group is killed too.
+// case call SplitCommand themselves, or use OpenExecImpl; otherwise every
+// Run fails with class launch-error). The program is looked up in PATH,
+// inherits the environment (plus ExecRunEnv) and working directory, reads
+// nothing on stdin, and has its stdout discarded; the last ExecStderrTail
+// bytes of its stderr go into failure messages. It runs in its own process
+// group; timeout > 0 bounds each case, and on time-out the whole group is
+// killed with SIGKILL. After every run, whatever is left of the group is
+// killed too, and so is every process that escaped the group (setsid,
+// setpgid) but still carries the run's ExecRunEnv entry: the case gets a
+// warning naming it (RunInfo.Warnings).
 //
 // Run's failures are *RunError values:
 //
-//   - launch-error: the command does not parse or cannot be started;
+//   - launch-error: the command does not parse, or the implementation is
+//     closed;
+//   - unavailable: the program cannot be started (no such file, not
+//     executable, not in PATH): nothing can be tested, so the run stops
+//     (exit 125 unless a case already failed);
 //   - crash: non-zero exit status, or killed by a signal (the message gives
 //     the status or signal and the stderr tail);
 //   - timeout: still running after timeout;
@@ -126,11 +136,72 @@ func SplitCommand(cmd string) ([]string, error) {
 // ignored. Outputs are copied into the Buffers only when all of them are
 // well-formed. When ctx ends, the group is killed and Run returns ctx's
 // error. The exec implementation reports no kernel time. Run is safe for
-// concurrent use: each run has its own temporary folder, removed after.
+// concurrent use: each run has its own temporary folder, removed before
+// Run returns.
 func NewExecImpl(cmd string, timeout time.Duration) Impl {
 	argv, err := SplitCommand(cmd)
 	return &execImpl{cmd: cmd, argv: argv, argvErr: err, timeout: timeout, running: map[*execRun]struct{}{}}
 }
+
+// OpenExecImpl is NewExecImpl that checks the command before any case
+// runs: a command that does not parse is an error wrapping
+// ErrUnknownImpl (a usage error, exit 2), and a program that cannot be
+// started (exec.LookPath fails: no such file, not executable, a folder,
+// not in PATH) is a *RunError of class Unavailable (exit 125: nothing
+// could be tested).
+func OpenExecImpl(cmd string, timeout time.Duration) (Impl, error) {
+	argv, err := SplitCommand(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrUnknownImpl, "exec:"+cmd, err)
+	}
+	if err := execCheckProgram(argv[0]); err != nil {
+		return nil, err
+	}
+	return NewExecImpl(cmd, timeout), nil
+}
+
+// execCheckProgram says why prog cannot be started, as a *RunError of
+// class Unavailable, or returns nil.
+func execCheckProgram(prog string) error {
+	_, err := exec.LookPath(prog)
+	if err == nil {
+		return nil
+	}
+	reason := err.Error()
+	st, serr := os.Stat(prog)
+	switch {
+	case strings.ContainsRune(prog, '/') && serr == nil && st.IsDir():
+		reason = "is a folder, not a program"
+	case errors.Is(err, exec.ErrDot):
+		reason = "found only in a relative PATH entry; name it with a path (./" + prog + ")"
+	case errors.Is(err, exec.ErrNotFound):
+		reason = "not found in PATH"
+	case errors.Is(err, fs.ErrNotExist):
+		reason = "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		reason = "not executable"
+		if serr == nil {
+			reason = fmt.Sprintf("not executable (mode %v)", st.Mode().Perm())
+		}
+	}
+	return &RunError{Class: Unavailable, Msg: fmt.Sprintf("cannot start %s: %s (the program must be an executable file, looked up in PATH when its name has no slash); nothing was tested", prog, reason)}
+}
+
+// ExecRunEnv is the environment variable every exec program runs with,
+// set to a value unique to the run: the harness finds the program's
+// descendants by it after the run, also those that left its process group
+// (setsid, setpgid), and kills them. A descendant that clears its
+// environment is not found.
+const ExecRunEnv = "KERNELDIFF_EXEC_RUN"
+
+// execStderrGrace bounds the wait for the program's stderr to close after
+// it has exited and its group and tagged descendants have been killed: a
+// descendant that escaped both still holds the pipe.
+const execStderrGrace = 2 * time.Second
+
+// execCloseGrace bounds how long Close waits for running programs to be
+// killed and their temporary folders removed.
+const execCloseGrace = 10 * time.Second
 
 type execImpl struct {
 	cmd     string
@@ -140,6 +211,7 @@ type execImpl struct {
 
 	mu      sync.Mutex
 	running map[*execRun]struct{}
+	runs    sync.WaitGroup // every Run in progress, until its folder is removed
 	closed  bool
 }
 
@@ -153,15 +225,26 @@ var errExecClosed = errors.New("exec implementation closed")
 func (e *execImpl) Name() string { return "exec:" + e.cmd }
 
 // Close kills the process group of every program still running (their Run
-// calls return promptly with an error) and makes later Runs fail.
+// calls return promptly with an error), waits (at most execCloseGrace) for
+// those Runs to remove their temporary folders, and makes later Runs fail.
 func (e *execImpl) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.closed = true
 	for r := range e.running {
 		r.cancel(errExecClosed)
 	}
-	return nil
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(execCloseGrace):
+		return fmt.Errorf("exec: a run did not end within %v of Close", execCloseGrace)
+	}
 }
 
 func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
@@ -176,6 +259,15 @@ func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (
 			return RunInfo{}, fmt.Errorf("exec: case %s: buffer %d does not hold output %s (%d bytes)", c.ID, i, o.Name, o.Bytes())
 		}
 	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return RunInfo{}, &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
+	}
+	e.runs.Add(1)
+	e.mu.Unlock()
+	defer e.runs.Done()
+
 	dir, err := os.MkdirTemp("", "kerneldiff-exec-")
 	if err != nil {
 		return RunInfo{}, fmt.Errorf("exec: %w", err)
@@ -186,14 +278,17 @@ func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (
 		return RunInfo{}, fmt.Errorf("exec: case %s: %w", c.ID, err)
 	}
 
-	if err := e.runProgram(ctx, in, out); err != nil {
-		return RunInfo{}, err
+	warnings, err := e.runProgram(ctx, in, out)
+	info := RunInfo{Warnings: warnings}
+	if err != nil {
+		return info, err
 	}
-	return RunInfo{}, execReadOutput(out, c, outs)
+	return info, execReadOutput(out, c, outs)
 }
 
-// runProgram runs the command on in and out and classifies its end.
-func (e *execImpl) runProgram(ctx context.Context, in, out string) error {
+// runProgram runs the command on in and out and classifies its end. The
+// warnings name descendants that escaped the process group.
+func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if e.timeout > 0 {
@@ -205,7 +300,7 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
+		return nil, &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
 	}
 	e.running[r] = struct{}{}
 	e.mu.Unlock()
@@ -216,33 +311,58 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) error {
 	}()
 
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("exec %s: %w", e.argv[0], err)
+		return nil, fmt.Errorf("exec %s: %w", e.argv[0], err)
 	}
-	tail := &execTail{max: ExecStderrTail}
+	// stderr is a pipe of ours, not an io.Writer, so that Wait returns when
+	// the program exits, not when the last descendant holding the pipe does.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	tag := ExecRunEnv + "=" + rand.Text()
 	cmd := exec.CommandContext(runCtx, e.argv[0], append(slices.Clip(e.argv[1:]), in, out)...)
-	cmd.Stderr = tail
+	cmd.Env = append(os.Environ(), tag)
+	cmd.Stderr = pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// Bounds the wait for stderr when a descendant that escaped the group
-	// kill still holds the pipe.
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return &RunError{Class: LaunchError, Msg: fmt.Sprintf("cannot start %s: %v", e.argv[0], err)}
+		pr.Close()
+		pw.Close()
+		// The program was there when the run began (OpenExecImpl) or was
+		// never checked: either way no case can run.
+		return nil, &RunError{Class: Unavailable, Msg: fmt.Sprintf("cannot start %s: %v; nothing can be tested", e.argv[0], err)}
 	}
+	pw.Close()
+	tail := &execTail{max: ExecStderrTail}
+	tailDone := make(chan struct{})
+	go func() {
+		defer close(tailDone)
+		_, _ = io.Copy(tail, pr)
+	}()
 	werr := cmd.Wait()
 	elapsed := time.Since(start)
-	// Reap whatever the program left in its group; ESRCH when nothing is left.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// Kill whatever the program left in its group (ESRCH when nothing is
+	// left), then whatever left the group but carries the run's tag.
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	warnings := execKillEscaped(tag, pgid)
+	select {
+	case <-tailDone:
+	case <-time.After(execStderrGrace):
+	}
+	pr.Close()
+	<-tailDone
 
 	if runCtx.Err() != nil {
 		switch cause := context.Cause(runCtx); {
 		case ctx.Err() != nil:
-			return fmt.Errorf("exec %s: %w", e.argv[0], ctx.Err())
+			return warnings, fmt.Errorf("exec %s: %w", e.argv[0], ctx.Err())
 		case errors.Is(cause, errExecClosed):
-			return &RunError{Class: Crash, Msg: "killed: " + errExecClosed.Error() + tail.suffix()}
+			return warnings, &RunError{Class: Crash, Msg: "killed: " + errExecClosed.Error() + tail.suffix()}
 		default:
-			return &RunError{Class: Timeout, Msg: fmt.Sprintf("no exit after %v; process group killed%s", e.timeout, tail.suffix())}
+			return warnings, &RunError{Class: Timeout, Msg: fmt.Sprintf("no exit after %v; process group killed%s", e.timeout, tail.suffix())}
 		}
 	}
 	if werr != nil && !errors.Is(werr, exec.ErrWaitDelay) {
@@ -254,9 +374,9 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) error {
 				status = fmt.Sprintf("exit status %d", ps.ExitCode())
 			}
 		}
-		return &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		return warnings, &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
 	}
-	return nil
+	return warnings, nil
 }
 
 // execWriteInput writes in.safetensors: every input, then every InOut

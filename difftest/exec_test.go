@@ -345,23 +345,116 @@ func TestExecImplContextCancel(t *testing.T) {
 	execGone(t, child, "the program's child")
 }
 
+// A command that does not parse fails each case with launch-error; a
+// program that cannot be started is "nothing can be tested" (issue 9 item
+// 6): class unavailable, which stops the run with exit 125.
 func TestExecImplLaunchErrors(t *testing.T) {
 	c := captureCase(t, 1, 1)
-	for _, tc := range []struct{ cmd, msg string }{
-		{"/nonexistent/kerneldiff-impl --flag", "cannot start /nonexistent/kerneldiff-impl"},
-		{"kerneldiff-no-such-program-on-path", "executable file not found"},
-		{"'unterminated", "unterminated ' quote"},
-		{"   ", "no program named"},
+	for _, tc := range []struct {
+		cmd   string
+		class difftest.Class
+		msg   string
+	}{
+		{"/nonexistent/kerneldiff-impl --flag", difftest.Unavailable, "cannot start /nonexistent/kerneldiff-impl"},
+		{"kerneldiff-no-such-program-on-path", difftest.Unavailable, "executable file not found"},
+		{"'unterminated", difftest.LaunchError, "unterminated ' quote"},
+		{"   ", difftest.LaunchError, "no program named"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			impl := difftest.NewExecImpl(tc.cmd, time.Second)
 			defer impl.Close()
 			_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
 			var rerr *difftest.RunError
-			if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError || !strings.Contains(rerr.Msg, tc.msg) {
-				t.Errorf("got %v, want a launch-error mentioning %q", err, tc.msg)
+			if !errors.As(err, &rerr) || rerr.Class != tc.class || !strings.Contains(rerr.Msg, tc.msg) {
+				t.Errorf("got %v, want a %s mentioning %q", err, tc.class, tc.msg)
 			}
 		})
+	}
+}
+
+// OpenExecImpl (what --impl exec:CMD uses) refuses a program that cannot
+// be started before any case runs, saying which rule it breaks.
+func TestOpenExecImplChecksTheProgram(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "ok")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		reason, cmd string
+		msg         string // "" = opens
+	}{
+		{"no such file", "/nonexistent/prog", "cannot start /nonexistent/prog: no such file"},
+		{"mode 0644", execQuote(plain) + " --x", "cannot start " + plain + ": not executable (mode -rw-r--r--)"},
+		{"a folder", execQuote(dir), "cannot start " + dir + ": is a folder, not a program"},
+		{"not in PATH", "kerneldiff-no-such-program-on-path", "cannot start kerneldiff-no-such-program-on-path: not found in PATH"},
+		{"an executable script", execQuote(script) + " arg", ""},
+		{"a program in PATH", "sh -c true", ""},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			impl, err := difftest.OpenExecImpl(tc.cmd, time.Second)
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatalf("OpenExecImpl(%q): %v", tc.cmd, err)
+				}
+				impl.Close()
+				return
+			}
+			var rerr *difftest.RunError
+			if !errors.As(err, &rerr) || rerr.Class != difftest.Unavailable || !strings.Contains(rerr.Msg, tc.msg) || strings.Contains(rerr.Msg, "\n") {
+				t.Errorf("OpenExecImpl(%q) = %v, want one line of class unavailable with %q", tc.cmd, err, tc.msg)
+			}
+		})
+	}
+	if _, err := difftest.OpenExecImpl("'unterminated", time.Second); !errors.Is(err, difftest.ErrUnknownImpl) {
+		t.Errorf("a command that does not parse: %v, want ErrUnknownImpl (a usage error)", err)
+	}
+}
+
+// A program whose helper calls setsid leaves the process group, so the
+// group kill misses it and it would outlive the case and difftest (issue 9
+// item 6). The harness finds it by the run's ExecRunEnv tag, kills it, and
+// says so in the run's warnings.
+func TestExecImplKillsEscapedDescendants(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid program here")
+	}
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	prog := filepath.Join(dir, "escape.sh")
+	// The helper holds stderr open too: Run must not wait for it.
+	script := "#!/bin/sh\nsetsid sleep 1000 &\necho $! > " + execQuote(pidfile) + "\nsleep 0.2\nexit 3\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	impl := difftest.NewExecImpl(execQuote(prog), 20*time.Second)
+	defer impl.Close()
+	c := captureCase(t, 1, 1)
+	start := time.Now()
+	info, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	elapsed := time.Since(start)
+	var rerr *difftest.RunError
+	if !errors.As(err, &rerr) || rerr.Class != difftest.Crash {
+		t.Errorf("Run: %v, want a crash (exit status 3)", err)
+	}
+	if elapsed > 1500*time.Millisecond {
+		t.Errorf("Run took %v: it waited for the escaped helper's stderr", elapsed)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execGone(t, pid, "the setsid helper")
+	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], "left 1 process(es) running outside its process group") || !strings.Contains(info.Warnings[0], "sleep 1000") {
+		t.Errorf("warnings %q, want one naming the escaped sleep 1000", info.Warnings)
 	}
 }
 

@@ -95,10 +95,11 @@ func DefaultImpl() string {
 var ErrUnknownImpl = errors.New("unknown implementation")
 
 // NewImpl resolves an --impl value: "reference", "mutant:NAME", "exec:CMD"
-// (CMD is split on spaces by the exec implementation), "serve:CMD"
-// (started here: NewServeImpl) or a registered
-// factory name such as "cuda". An implementation that cannot run here is a
-// *RunError of class Unavailable; an unknown name wraps ErrUnknownImpl.
+// (CMD is split into words by SplitCommand and its program checked by
+// OpenExecImpl), "serve:CMD" (started here: NewServeImpl) or a registered
+// factory name such as "cuda". An implementation that cannot run here (an
+// exec or serve program that cannot be started included) is a *RunError
+// of class Unavailable; an unknown name wraps ErrUnknownImpl.
 func NewImpl(name string, opts ImplOptions) (Impl, error) {
 	switch {
 	case name == "reference":
@@ -114,7 +115,7 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 		if strings.TrimSpace(cmd) == "" {
 			return nil, fmt.Errorf("%w %q: exec: needs a command", ErrUnknownImpl, name)
 		}
-		return NewExecImpl(cmd, opts.Timeout), nil
+		return OpenExecImpl(cmd, opts.Timeout)
 	case strings.HasPrefix(name, "serve:"):
 		cmd := strings.TrimPrefix(name, "serve:")
 		if strings.TrimSpace(cmd) == "" {

@@ -216,6 +216,10 @@ type Buffer struct {
 // RunInfo is what an implementation reports about one run.
 type RunInfo struct {
 	KernelTime time.Duration // device time between events; 0 if not measured
+	// Warnings are things the implementation noticed that are no verdict
+	// (an exec program that left processes behind); they go into the
+	// case's record, once each, also when Run returns an error.
+	Warnings []string
 }
 
 // RunError is an implementation failure with its class (illegal-address,

@@ -42,6 +42,9 @@ type Record struct {
 	Warnings         []string        `json:"warnings,omitempty"`
 	Replay           string          `json:"replay,omitempty"`  // one shell command that re-runs exactly this case
 	Capture          string          `json:"capture,omitempty"` // saved capture file (--save-failures)
+	// ReplayCapture is the command that replays Capture with the same
+	// implementation and flags (see ReplayCaptureCommand).
+	ReplayCapture string `json:"replay_capture,omitempty"`
 }
 
 // Failed reports whether the record's verdict is a failure.

@@ -1,37 +1,75 @@
 // Replay commands: every failure prints one shell command that re-runs
-// exactly that case (DESIGN.md §1, §7).
+// exactly that case (DESIGN.md §1, §7), with every flag that can change
+// its verdict.
 package difftest
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
-// ReplayOptions are the run flags a replay command must repeat.
+// DefaultTimeout is the --timeout of `difftest run` and `replay` when none
+// is given: per run of the implementation on one case.
+const DefaultTimeout = 2 * time.Minute
+
+// ReplayOptions are the run flags a replay command must repeat: each one
+// can change a case's verdict (--timeout turns a slow case into a
+// time-out, --fatbin and --device pick what runs).
 type ReplayOptions struct {
-	Suite  string // suite name or file
-	Impl   string
-	Fatbin string // --fatbin, "" when not given
-	Device int    // --device, repeated when not 0
+	// Prog is the program as the user invoked it (os.Args[0], e.g.
+	// "build/difftest"), already fit for a shell; "" means "difftest".
+	Prog    string
+	Suite   string // suite name or file
+	Impl    string
+	Fatbin  string        // --fatbin, "" when not given
+	Device  int           // --device, repeated when not 0
+	Timeout time.Duration // --timeout, repeated when not DefaultTimeout
 }
 
-// ReplayCommand returns
-//
-//	difftest run --suite SUITE --seed SEED --impl IMPL --run '^ID$' [--fatbin PATH] [--device N]
-//
-// with the case id regexp-quoted and every argument shell-quoted.
-func ReplayCommand(o ReplayOptions, caseID string, seed uint64) string {
+func (o ReplayOptions) prog() string {
+	if o.Prog == "" {
+		return "difftest"
+	}
+	return o.Prog
+}
+
+// flags renders the verdict-changing flags other than --suite, --seed,
+// --impl and --run: " --fatbin PATH --device N --timeout D", each only
+// when it differs from the default.
+func (o ReplayOptions) flags() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "difftest run --suite %s --seed %d --impl %s --run %s",
-		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"))
 	if o.Fatbin != "" {
 		b.WriteString(" --fatbin " + ShellQuote(o.Fatbin))
 	}
 	if o.Device != 0 {
 		fmt.Fprintf(&b, " --device %d", o.Device)
 	}
+	if o.Timeout != DefaultTimeout {
+		b.WriteString(" --timeout " + o.Timeout.String())
+	}
 	return b.String()
+}
+
+// ReplayCommand returns
+//
+//	PROG run --suite SUITE --seed SEED --impl IMPL --run '^ID$' [--fatbin PATH] [--device N] [--timeout D]
+//
+// with the case id regexp-quoted and every argument shell-quoted.
+func ReplayCommand(o ReplayOptions, caseID string, seed uint64) string {
+	return fmt.Sprintf("%s run --suite %s --seed %d --impl %s --run %s%s", o.prog(),
+		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"), o.flags())
+}
+
+// ReplayCaptureLine returns
+//
+//	PROG replay --impl IMPL [--fatbin PATH] [--device N] [--timeout D] FILE
+//
+// the command that re-runs a capture file (--save-failures, or the one
+// `difftest replay` was given) with the same implementation and flags.
+func ReplayCaptureLine(o ReplayOptions, file string) string {
+	return fmt.Sprintf("%s replay --impl %s%s %s", o.prog(), ShellQuote(o.Impl), o.flags(), ShellQuote(file))
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)

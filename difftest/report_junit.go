@@ -173,9 +173,14 @@ func failureDetails(r *Record) string {
 }
 
 // ReplayCaptureCommand is the command that replays a record's saved
-// capture with the same implementation.
+// capture with the same implementation: r.ReplayCapture when the run set
+// it (Config.ReplayCapture, with the program name and every
+// verdict-changing flag), else "difftest replay --impl IMPL FILE".
 func ReplayCaptureCommand(r *Record) string {
-	return "difftest replay --impl " + ShellQuote(r.Impl) + " " + ShellQuote(r.Capture)
+	if r.ReplayCapture != "" {
+		return r.ReplayCapture
+	}
+	return ReplayCaptureLine(ReplayOptions{Impl: r.Impl, Timeout: DefaultTimeout}, r.Capture)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/re
 // sampleReport is a fixed report: two seeds, a pass with kernel time, a
 // pass without, two failures of different classes, a warning.
 func sampleReport() *Report {
-	opts := ReplayOptions{Suite: "default", Impl: "cuda", Fatbin: "build/kernels.fatbin"}
+	opts := ReplayOptions{Suite: "default", Impl: "cuda", Fatbin: "build/kernels.fatbin", Timeout: DefaultTimeout}
 	rec := func(i int, id string, seed uint64, class Class, msg, metric string, kt, wt time.Duration) *Record {
 		r := &Record{Type: "case", Index: i, Case: id, Kernel: strings.Split(id, "/")[0], Family: "gaussian",
 			Params: json.RawMessage(`{"batch":1}`), Seed: seed, GeneratorVersion: 1,
@@ -110,13 +110,31 @@ func TestReplayCommand(t *testing.T) {
 		id   string
 		want string
 	}{
-		{ReplayOptions{Suite: "default", Impl: "cuda"}, "topk_transform/needle-l4500", `difftest run --suite default --seed 9 --impl cuda --run '^topk_transform/needle-l4500$'`},
-		{ReplayOptions{Suite: "my suite.toml", Impl: "exec:./k --fast", Fatbin: "build/k.fatbin", Device: 1}, "norm_rope_store/v4-bf16.n7", `difftest run --suite 'my suite.toml' --seed 9 --impl 'exec:./k --fast' --run '^norm_rope_store/v4-bf16\.n7$' --fatbin build/k.fatbin --device 1`},
+		{ReplayOptions{Suite: "default", Impl: "cuda", Timeout: DefaultTimeout}, "topk_transform/needle-l4500", `difftest run --suite default --seed 9 --impl cuda --run '^topk_transform/needle-l4500$'`},
+		{ReplayOptions{Suite: "my suite.toml", Impl: "exec:./k --fast", Fatbin: "build/k.fatbin", Device: 1, Timeout: DefaultTimeout}, "norm_rope_store/v4-bf16.n7", `difftest run --suite 'my suite.toml' --seed 9 --impl 'exec:./k --fast' --run '^norm_rope_store/v4-bf16\.n7$' --fatbin build/k.fatbin --device 1`},
+		// Issue 9 item 7: a case that timed out under --timeout 1s replays
+		// under the 2m default as another class unless the line says 1s.
+		{ReplayOptions{Prog: "build/difftest", Suite: "quick", Impl: "exec:./slow", Timeout: time.Second}, "topk_transform/a", `build/difftest run --suite quick --seed 9 --impl exec:./slow --run '^topk_transform/a$' --timeout 1s`},
+		// --timeout 0 (no time-out) is a verdict-changing choice too.
+		{ReplayOptions{Prog: "'my dir/difftest'", Suite: "quick", Impl: "reference"}, "topk_transform/a", `'my dir/difftest' run --suite quick --seed 9 --impl reference --run '^topk_transform/a$' --timeout 0s`},
+		{ReplayOptions{Suite: "quick", Impl: "cuda", Timeout: 90 * time.Second, Device: 2}, "topk_transform/a", `difftest run --suite quick --seed 9 --impl cuda --run '^topk_transform/a$' --device 2 --timeout 1m30s`},
 	}
 	for _, tt := range tests {
 		if got := ReplayCommand(tt.o, tt.id, 9); got != tt.want {
 			t.Errorf("ReplayCommand =\n%s\nwant\n%s", got, tt.want)
 		}
+	}
+	o := ReplayOptions{Prog: "build/difftest", Impl: "exec:./k --fast", Fatbin: "k.fatbin", Timeout: 1500 * time.Millisecond}
+	if got, want := ReplayCaptureLine(o, "fails/a b.safetensors"), `build/difftest replay --impl 'exec:./k --fast' --fatbin k.fatbin --timeout 1.5s 'fails/a b.safetensors'`; got != want {
+		t.Errorf("ReplayCaptureLine =\n%s\nwant\n%s", got, want)
+	}
+	r := &Record{Impl: "cuda", Capture: "f.safetensors"}
+	if got, want := ReplayCaptureCommand(r), "difftest replay --impl cuda f.safetensors"; got != want {
+		t.Errorf("ReplayCaptureCommand without ReplayCapture = %s, want %s", got, want)
+	}
+	r.ReplayCapture = "build/difftest replay --impl cuda --timeout 1s f.safetensors"
+	if got := ReplayCaptureCommand(r); got != r.ReplayCapture {
+		t.Errorf("ReplayCaptureCommand = %s, want the record's own %s", got, r.ReplayCapture)
 	}
 	if got := ShellQuote("it's"); got != `'it'\''s'` {
 		t.Errorf("ShellQuote = %s", got)

@@ -29,6 +29,9 @@ type Config struct {
 	SaveFailures string
 	// Replay builds a record's replay command; nil leaves it empty.
 	Replay func(rec *Record) string
+	// ReplayCapture builds the command that replays a record's saved
+	// capture (rec.Capture); nil leaves ReplayCaptureCommand's default.
+	ReplayCapture func(rec *Record) string
 	// OnRecord receives each record as its case ends (reports stream
 	// from here); an error stops the run and is returned.
 	OnRecord func(rec *Record) error
@@ -74,9 +77,11 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 // Run runs cfg.Items one after another and returns the summary. It stops
 // early on FailFast, on a *SuiteError (exit 2), on an implementation that
 // reports itself Unavailable (a *RunError, exit 125 unless a case already
-// failed), on an *InternalError (exit 125), or when ctx is cancelled. The
-// summary counts every record handed to OnRecord; Summary.Aborted says
-// why it stopped early. A negative cfg.Timeout runs nothing and is an
+// failed), on an *InternalError (exit 125), or when ctx is cancelled: then
+// the error is context.Cause(ctx) (an *Interrupted when a person stopped
+// the run, exit 128 + signal) and the case that was running is not
+// counted. The summary counts every record handed to OnRecord;
+// Summary.Aborted says why it stopped early. A negative cfg.Timeout runs nothing and is an
 // error (the CLI rejects it first, as a usage error).
 //
 // Items from a loaded suite have had their parameters checked
@@ -92,7 +97,18 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
 	for n, it := range cfg.Items {
+		if ctx.Err() != nil {
+			err := context.Cause(ctx)
+			sum.Elapsed = time.Since(start)
+			sum.Aborted = err.Error()
+			return sum, err
+		}
 		rec, err := runItem(ctx, cr, cfg, it)
+		if err != nil && ctx.Err() != nil {
+			// Stopped from outside (a signal: *Interrupted): the cause
+			// says why, not the "context canceled" of whatever was running.
+			err = context.Cause(ctx)
+		}
 		if err != nil {
 			sum.Elapsed = time.Since(start)
 			sum.Aborted = err.Error()
@@ -138,6 +154,9 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 			rec.Warnings = append(rec.Warnings, "could not save the capture: "+err.Error())
 		} else {
 			rec.Capture = path
+			if cfg.ReplayCapture != nil {
+				rec.ReplayCapture = cfg.ReplayCapture(rec)
+			}
 		}
 	}
 	if cfg.Replay != nil {
@@ -203,20 +222,27 @@ const (
 	ExitFail       = 1   // at least one case failed
 	ExitUsage      = 2   // usage error, or a bad suite or capture file
 	ExitUntestable = 125 // nothing could be tested: no driver or device, no image, an internal error
+	// A run a person stopped exits 128 + the signal number (*Interrupted):
+	// 130 SIGINT, 143 SIGTERM, 129 SIGHUP. It is the one code above 125.
 )
 
 // ExitCode maps a run's summary and error to the exit code:
 // a *SuiteError, a bad capture (ErrCapture, ErrInvalidInput) or an unknown
 // implementation → 2; Unavailable → 125 unless a case already failed
 // (then 1: a real failure marks the commit bad); an *InternalError or any
-// other error → 125 (the harness cannot vouch for anything); otherwise 1
-// if a case failed, 0 if all passed, 125 if no case ran at all.
+// other error → 125 (the harness cannot vouch for anything); an
+// *Interrupted → 128 + its signal, whatever the cases did (a person
+// stopped the run: `git bisect run` must stop, not judge the commit);
+// otherwise 1 if a case failed, 0 if all passed, 125 if no case ran at all.
 func ExitCode(sum Summary, err error) int {
 	var se *SuiteError
 	var re *RunError
 	var ie *InternalError
+	var in *Interrupted
 	switch {
 	case err == nil:
+	case errors.As(err, &in):
+		return in.ExitCode()
 	case errors.As(err, &ie):
 		return ExitUntestable
 	case errors.As(err, &se), errors.Is(err, ErrInvalidInput), errors.Is(err, ErrCapture), errors.Is(err, ErrUnknownImpl):

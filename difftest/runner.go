@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -132,6 +133,11 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		}
 		if p == PoisonA {
 			rec.KernelTime = info.KernelTime
+		}
+		for _, w := range info.Warnings {
+			if !slices.Contains(rec.Warnings, w) {
+				rec.Warnings = append(rec.Warnings, w)
+			}
 		}
 		if rerr != nil {
 			if rerr.Class == Unavailable {

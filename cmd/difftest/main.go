@@ -18,16 +18,21 @@
 // implementation, is internal.)
 //
 // Exit codes (DESIGN.md §7, for git bisect run): 0 all passed, 1 a case
-// failed, 2 usage or input file error, 125 nothing could be tested.
+// failed, 2 usage or input file error, 125 nothing could be tested, and
+// 128 + N when a person stopped the run with signal N (SIGINT 130, SIGTERM
+// 143, SIGHUP 129) after the finished cases were reported and flushed and
+// the temporary files removed. A second SIGINT or SIGTERM exits at once,
+// without the clean-up.
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
+	"github.com/kerneldiff/kerneldiff/difftest"
 
 	// The cuda implementation, `difftest info` and the GPU worker.
 	_ "github.com/kerneldiff/kerneldiff/bridge"
@@ -37,8 +42,15 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, again, stop := cli.NotifyInterrupt(context.Background())
+	go func() {
+		if s, ok := <-again; ok {
+			sig, _ := s.(syscall.Signal)
+			fmt.Fprintf(os.Stderr, "difftest: %s again: exiting without waiting for the clean-up\n", difftest.SignalName(sig))
+			os.Exit(128 + int(sig))
+		}
+	}()
+	code := cli.MainAs(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -9,30 +9,144 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // Main runs the difftest command line args (without the program name)
-// and returns its exit code: 0, 1, 2 or 125 (DESIGN.md §7), never
-// anything else. A panic inside the harness is recovered and reported as
-// an internal error with exit code 125: nothing it would have said can be
-// trusted. (A panicking implementation is not a panic of the harness: it
-// fails its case with class crash.)
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+// as MainAs does for a program named "difftest".
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return MainAs(ctx, "difftest", args, stdout, stderr)
+}
+
+// MainAs runs the difftest command line args (without the program name)
+// for the program prog, the name it was invoked by (os.Args[0] as given):
+// replay lines name it (see ProgForReplay), so that they run where they
+// are printed. It returns the exit code: 0, 1, 2 or 125 (DESIGN.md §7),
+// never anything else, with one exception: when ctx was cancelled with a
+// *difftest.Interrupted cause (a person stopped the run with SIGINT,
+// SIGTERM or SIGHUP; see NotifyInterrupt), the command reports and
+// flushes what finished and MainAs returns 128 + the signal number,
+// whatever the command returned. A panic inside the harness is recovered
+// and reported as an internal error with exit code 125: nothing it would
+// have said can be trusted. (A panicking implementation is not a panic of
+// the harness: it fails its case with class crash.)
+func MainAs(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(stderr, "difftest: internal error: panic: %v\n%s", p, debug.Stack())
 			code = difftest.ExitUntestable
 		}
+		if in, ok := difftest.InterruptedBy(ctx); ok {
+			code = in.ExitCode()
+		}
 	}()
-	code = dispatch(ctx, args, stdout, stderr)
+	code = dispatch(context.WithValue(ctx, progKey{}, prog), args, stdout, stderr)
 	if code < 0 || code > difftest.ExitUntestable {
 		code = difftest.ExitUntestable
 	}
 	return code
+}
+
+// progKey carries MainAs's prog to the commands that print replay lines.
+type progKey struct{}
+
+// progOf is the prog MainAs was given, fit for a shell (ProgForReplay).
+func progOf(ctx context.Context) string {
+	prog, _ := ctx.Value(progKey{}).(string)
+	wd, _ := os.Getwd()
+	return ProgForReplay(prog, wd)
+}
+
+// ProgForReplay is how a replay line names the program invoked as arg0
+// (os.Args[0] as given) from the working folder wd, shell-quoted:
+//
+//   - a bare name ("difftest") as it is: the shell found it in PATH;
+//   - a relative path cleaned ("./build/difftest" → "build/difftest"),
+//     keeping "./" where the path is one name ("./difftest");
+//   - an absolute path inside wd as a relative one
+//     ("/repo/build/difftest" from /repo → "build/difftest"), elsewhere as
+//     it is;
+//   - the temporary binary of `go run` (under a go-build folder) as
+//     "go run ./cmd/difftest" (run from the module root);
+//   - "" as "difftest".
+func ProgForReplay(arg0, wd string) string {
+	if arg0 == "" {
+		return "difftest"
+	}
+	if !strings.ContainsRune(arg0, filepath.Separator) {
+		return difftest.ShellQuote(arg0)
+	}
+	p := filepath.Clean(arg0)
+	if strings.Contains(p, string(filepath.Separator)+"go-build") && filepath.Base(filepath.Dir(p)) == "exe" {
+		return "go run ./cmd/difftest"
+	}
+	if filepath.IsAbs(p) && wd != "" {
+		if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			p = rel
+		}
+	}
+	if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
+		p = "." + string(filepath.Separator) + p
+	}
+	return difftest.ShellQuote(p)
+}
+
+// NotifyInterrupt returns a context that is cancelled with a
+// *difftest.Interrupted cause when the process receives SIGINT, SIGTERM or
+// SIGHUP, and a stop function that releases the signals. From the first
+// such signal on, SIGPIPE is ignored (a write to a closed pipe fails
+// instead of killing the process, so the reports still reach their
+// files). A later SIGINT or SIGTERM is delivered on the returned channel,
+// where main may act on it (a second Ctrl-C: give up on the clean-up); a
+// later SIGHUP is not (a hang-up often comes twice, from the terminal and
+// from the shell).
+func NotifyInterrupt(parent context.Context) (ctx context.Context, again <-chan os.Signal, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 4)
+	more := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		defer close(more)
+		first := true
+		for {
+			select {
+			case s := <-sigs:
+				sig, _ := s.(syscall.Signal)
+				if first {
+					first = false
+					signal.Ignore(syscall.SIGPIPE)
+					cancel(&difftest.Interrupted{Signal: sig})
+					continue
+				}
+				if sig == syscall.SIGHUP {
+					continue
+				}
+				select {
+				case more <- s:
+				default:
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, more, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel(nil)
+		})
+	}
 }
 
 type command struct {
@@ -97,7 +211,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, l[0], l[1])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "exit codes: 0 all passed, 1 a case failed, 2 usage or input file error, 125 nothing could be tested")
+	fmt.Fprintln(w, "exit codes: 0 all passed, 1 a case failed, 2 usage or input file error, 125 nothing could be tested,")
+	fmt.Fprintln(w, "128+N stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after reporting the finished cases")
 }
 
 // parseInterspersed parses flags that may come before, between or after

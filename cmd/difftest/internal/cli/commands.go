@@ -104,6 +104,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkTimeout(f.timeout); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	if err := f.checkReportPaths(); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
 	file := pos[0]
 	c, _, err := difftest.ReadCapture(file)
 	if err != nil {
@@ -115,11 +118,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer impl.Close()
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
+	opts := f.replayOptions(ctx, file)
 	return execute(ctx, &f, impl, execution{
 		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1,
-		replay: func(*difftest.Record) string {
-			return "difftest replay --impl " + difftest.ShellQuote(f.impl) + " " + difftest.ShellQuote(file)
-		},
+		replay: func(*difftest.Record) string { return difftest.ReplayCaptureLine(opts, file) },
 	}, stdout, stderr)
 }
 
@@ -128,7 +130,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := newFlagSet("selftest", stderr)
 	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
 	seed := fs.Uint64("seed", 1, "suite seed")
-	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run of a mutant on one case; 0 = no time-out (negative is an error)")
+	timeout := fs.Duration("timeout", difftest.DefaultTimeout, "time-out per run of a mutant on one case; 0 = no time-out (negative is an error)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "mutants run at once")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -151,6 +153,12 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Progress: func(done, total int) { prog.update(done, total, 0, time.Since(start)) },
 	})
 	prog.finish()
+	if in, stopped := difftest.InterruptedBy(ctx); stopped {
+		// Mutants stop at their first caught case: a partial table would
+		// say nothing about the ones not run.
+		fmt.Fprintf(stderr, "difftest: selftest %v before every mutant ran: no verdict\n", in)
+		return in.ExitCode()
+	}
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}

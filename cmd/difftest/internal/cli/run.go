@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -32,9 +33,38 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
+	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
-	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
+}
+
+// replayOptions are the flags every replay line of this run repeats.
+func (f *implFlags) replayOptions(ctx context.Context, suite string) difftest.ReplayOptions {
+	return difftest.ReplayOptions{Prog: progOf(ctx), Suite: suite, Impl: f.impl, Fatbin: f.fatbin, Device: f.device, Timeout: f.timeout}
+}
+
+// checkReportPaths rejects --json and --junit naming one file (the JUnit
+// report would replace the JSON Lines one when the run ends), and a
+// --junit that cannot be written: a folder, or a folder that does not
+// exist or takes no new file. The JUnit file itself is not touched before
+// the run ends, so a run that is killed leaves the previous one.
+func (f *implFlags) checkReportPaths() error {
+	if f.json != "" && f.junit != "" && samePath(f.json, f.junit) {
+		return fmt.Errorf("--json %s and --junit %s name the same file: give each report its own", f.json, f.junit)
+	}
+	if f.junit == "" {
+		return nil
+	}
+	if st, err := os.Stat(f.junit); err == nil && st.IsDir() {
+		return fmt.Errorf("--junit %s: is a folder, want a file", f.junit)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(f.junit), "."+filepath.Base(f.junit)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("--junit %s: cannot write there: %v", f.junit, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
 }
 
 // checkTimeout rejects a negative --timeout: 0 is the one way to ask for
@@ -170,17 +200,21 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(items) == 0 {
 		return usageErr(stderr, "no case of suite %s matches --run %q --shard %q", suite.Name, *runRe, *shardFlag)
 	}
+	if err := f.checkReportPaths(); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
 	impl, code := f.openImpl(stderr)
 	if impl == nil {
 		return code
 	}
 	defer impl.Close()
 
-	opts := difftest.ReplayOptions{Suite: *suiteName, Impl: f.impl, Fatbin: f.fatbin, Device: f.device}
+	opts := f.replayOptions(ctx, *suiteName)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(),
 		failfast: *failfast, saveDir: *saveDir,
-		replay: func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
+		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
+		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(opts, r.Capture) },
 	}, stdout, stderr)
 }
 
@@ -193,10 +227,15 @@ type execution struct {
 	failfast bool
 	saveDir  string
 	replay   func(*difftest.Record) string
+	// replayCapture, when set, is the replay line of a saved capture.
+	replayCapture func(*difftest.Record) string
 }
 
-// execute runs the items, streams the JSON report, then prints the table
-// and writes the JUnit report. It returns the exit code.
+// execute runs the items, streams the JSON report, then writes the JUnit
+// report and prints the table. It returns the exit code. When a person
+// stops the run (ctx cancelled with a *difftest.Interrupted), the cases
+// that finished are reported the same way, the summary says so, and the
+// code is 128 + the signal.
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
 	var jw *difftest.JSONLWriter
@@ -211,19 +250,11 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 			return fail(stderr, err, difftest.Summary{})
 		}
 	}
-	if f.junit != "" {
-		// Fail on an unwritable path now, not after the run.
-		jf, err := os.Create(f.junit)
-		if err != nil {
-			return usageErr(stderr, "--junit: %v", err)
-		}
-		jf.Close()
-	}
 	rep := &difftest.Report{Header: h}
 	prog := newProgress(stderr)
 	sum, runErr := difftest.Run(ctx, difftest.Config{
 		Suite: e.suite, Items: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
-		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay,
+		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture,
 		OnRecord: func(r *difftest.Record) error {
 			rep.Records = append(rep.Records, r)
 			if jw != nil {
@@ -244,20 +275,33 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 			}
 		}
 	}
+	var in *difftest.Interrupted
+	interrupted := errors.As(runErr, &in)
+	// The files first: after a signal, stdout may be a closed pipe or a
+	// terminal that hung up.
 	if jw != nil {
 		if err := jw.Summary(sum); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
-	if len(rep.Records) > 0 || runErr == nil {
+	if f.junit != "" {
+		if err := writeJUnitFile(f.junit, rep); err != nil {
+			err = fmt.Errorf("--junit %s: %w", f.junit, err)
+			if interrupted {
+				fmt.Fprintf(stderr, "difftest: %v\n", err)
+			} else if runErr == nil {
+				runErr = err
+			}
+		}
+	}
+	if len(rep.Records) > 0 || runErr == nil || interrupted {
 		if err := difftest.WriteTable(stdout, rep); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
-	if f.junit != "" {
-		if err := writeJUnitFile(f.junit, rep); err != nil && runErr == nil {
-			runErr = err
-		}
+	if interrupted {
+		fmt.Fprintf(stderr, "difftest: %v: %d finished case(s) reported\n", in, len(rep.Records))
+		return in.ExitCode()
 	}
 	if runErr != nil {
 		var re *difftest.RunError
@@ -270,14 +314,9 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	return difftest.ExitCode(sum, nil)
 }
 
+// writeJUnitFile writes rep as JUnit XML to path through a temporary file
+// in the same folder, renamed into place when complete: a run killed
+// while writing leaves the previous file, never a partial one.
 func writeJUnitFile(path string, rep *difftest.Report) error {
-	jf, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := difftest.WriteJUnit(jf, rep); err != nil {
-		jf.Close()
-		return err
-	}
-	return jf.Close()
+	return writeFileAtomic(path, func(w io.Writer) error { return difftest.WriteJUnit(w, rep) })
 }
