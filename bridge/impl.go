@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
@@ -209,6 +210,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	spawn := func() *exec.Cmd {
 		cmd := exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib)
 		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		// A group of its own: a Ctrl-C at the terminal reaches difftest,
+		// which reports and closes the worker, not the worker mid-case
+		// (a spurious crash). It exits at the end of its requests (EOF),
+		// also when difftest is killed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd
 	}
 	im, rerr := newImpl(opts.Timeout, spawn, packers())

@@ -14,6 +14,7 @@ package difftest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -211,6 +212,7 @@ type serveImpl struct {
 // serveProc is one running program.
 type serveProc struct {
 	cmd     *exec.Cmd
+	tag     string // ExecRunEnv=…: finds descendants that left the group
 	reqW    *os.File
 	msgs    chan serveMsg // closed when the reply stream ends
 	done    chan struct{} // closed when the process has been reaped
@@ -289,7 +291,8 @@ func (s *serveImpl) start(ctx context.Context) *RunError {
 	cmd.Stdout = nil
 	cmd.Stderr = lockedWriter{&p.tailMu, p.tail}
 	cmd.ExtraFiles = []*os.File{reqR, repW, s.shm} // fds 3, 4, 5
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", ServeProtocolEnv, ServeProtocol))
+	p.tag = ExecRunEnv + "=" + rand.Text()
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", ServeProtocolEnv, ServeProtocol), p.tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
 	p.cmd = cmd
@@ -405,11 +408,22 @@ func (p *serveProc) stderr() string {
 	return p.tail.suffix()
 }
 
-// kill ends the process group and reaps the program.
-func (p *serveProc) kill() {
+// kill ends the process group and reaps the program, then kills its
+// descendants that left the group (setsid); it returns the warning that
+// names them, if any.
+func (p *serveProc) kill() []string {
 	p.reqW.Close()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
+	return serveEscapes(execKillEscaped(p.tag, p.cmd.Process.Pid))
+}
+
+// serveEscapes rewords exec's warning for a serve program.
+func serveEscapes(w []string) []string {
+	for i := range w {
+		w[i] = strings.Replace(w[i], "the exec program", "the serve program", 1)
+	}
+	return w
 }
 
 // death describes how a reaped program ended, with its stderr tail.
@@ -429,12 +443,15 @@ func (p *serveProc) death() string {
 	return status + p.stderr()
 }
 
-// drop kills the current program; the next Run starts another.
-func (s *serveImpl) drop() {
+// drop kills the current program (the next Run starts another) and
+// returns the warning naming descendants that escaped its group.
+func (s *serveImpl) drop() []string {
+	var w []string
 	if s.p != nil {
-		s.p.kill()
+		w = s.p.kill()
 		s.p = nil
 	}
+	return w
 }
 
 func alignUp(n int64) int64 { return (n + ServeAlign - 1) / ServeAlign * ServeAlign }
@@ -499,8 +516,8 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	req := ServeRequest{Type: "run", Seq: s.seq, Kernel: c.Kernel, Case: c.ID, Params: MarshalParams(c), ShmSize: int64(len(s.mem)), Inputs: ins, Outputs: osp}
 	p := s.p
 	if err := WriteServeMessage(p.reqW, req); err != nil {
-		s.drop()
-		return RunInfo{}, &RunError{Class: Crash, Msg: "serve: the program is gone before the request: " + p.death()}
+		w := s.drop()
+		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program is gone before the request: " + p.death()}
 	}
 	var timeout <-chan time.Time
 	if s.timeout > 0 {
@@ -513,25 +530,24 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	select {
 	case m, ok = <-p.msgs:
 	case <-timeout:
-		s.drop()
-		return RunInfo{}, &RunError{Class: Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
+		w := s.drop()
+		return RunInfo{Warnings: w}, &RunError{Class: Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
 	case <-ctx.Done():
-		s.drop()
-		return RunInfo{}, fmt.Errorf("serve: %w", ctx.Err())
+		w := s.drop()
+		return RunInfo{Warnings: w}, fmt.Errorf("serve: %w", ctx.Err())
 	}
 	if !ok {
-		p.kill()
-		s.p = nil
-		return RunInfo{}, &RunError{Class: Crash, Msg: "serve: the program died during the request: " + p.death()}
+		w := s.drop()
+		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program died during the request: " + p.death()}
 	}
 	if m.err != nil {
-		s.drop()
-		return RunInfo{}, &RunError{Class: BadOutput, Msg: "serve: unreadable reply: " + m.err.Error()}
+		w := s.drop()
+		return RunInfo{Warnings: w}, &RunError{Class: BadOutput, Msg: "serve: unreadable reply: " + m.err.Error()}
 	}
 	r, rerr := parseReply(m.data, req.Seq)
 	if rerr != nil {
-		s.drop()
-		return RunInfo{}, rerr
+		w := s.drop()
+		return RunInfo{Warnings: w}, rerr
 	}
 	if r.Status == "error" {
 		return RunInfo{}, &RunError{Class: Crash, Msg: "the program reported an error: " + captureOneLine(r.Message)}
@@ -589,8 +605,9 @@ func (s *serveImpl) Close() error {
 		case <-time.After(ServeExitGrace):
 			err = fmt.Errorf("serve: the program did not exit within %v of its last request; killed", ServeExitGrace)
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		if w := p.kill(); len(w) > 0 && err == nil {
+			err = errors.New(w[0])
+		}
 	}
 	if s.mem != nil {
 		_ = unix.Munmap(s.mem)

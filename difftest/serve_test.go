@@ -165,32 +165,41 @@ func TestServeStderrFlood(t *testing.T) {
 	}
 }
 
-// A child left in the program's process group is killed with it at Close.
+// A child left in the program's process group is killed with it at Close;
+// one that left the group (setsid) is found by its tag, killed, and named.
 func TestServeCloseKillsGroup(t *testing.T) {
 	bin := serveBuild(t)
-	pidfile := filepath.Join(t.TempDir(), "child.pid")
-	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode fork -pidfile "+serveQuote(pidfile), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
-	if _, sum, err := serveRun(t, impl, items, time.Minute); err != nil || sum.Failed != 0 {
-		t.Fatalf("%v, %+v", err, sum)
-	}
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(string(b))
-	if err := impl.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d still running after Close", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, mode := range []string{"fork", "setsid"} {
+		t.Run(mode, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "child.pid")
+			impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode "+mode+" -pidfile "+serveQuote(pidfile), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
+			if _, sum, err := serveRun(t, impl, items, time.Minute); err != nil || sum.Failed != 0 {
+				t.Fatalf("%v, %+v", err, sum)
+			}
+			b, err := os.ReadFile(pidfile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(string(b))
+			err = impl.Close()
+			switch {
+			case mode == "fork" && err != nil:
+				t.Errorf("Close: %v", err)
+			case mode == "setsid" && (err == nil || !strings.Contains(err.Error(), "the serve program left 1 process(es) running outside its process group")):
+				t.Errorf("Close: %v, want the escaped child named", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for syscall.Kill(pid, 0) == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("child %d still running after Close", pid)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
 

@@ -27,6 +27,7 @@
 //	flood        50 MB on stderr, then the right answer
 //	fork         a child in the process group that keeps running (its
 //	             pid written to -pidfile), then the right answer
+//	setsid       the same with a child that leaves the group (setsid)
 package main
 
 import (
@@ -109,8 +110,9 @@ func main() {
 				for i := 0; i < 50*1024; i++ {
 					os.Stderr.WriteString(line)
 				}
-			case "fork":
+			case "fork", "setsid":
 				child := exec.Command(os.Args[0], "-mode", "sleep")
+				child.SysProcAttr = &syscall.SysProcAttr{Setsid: *mode == "setsid"}
 				must(child.Start())
 				must(os.WriteFile(*pidfile, []byte(fmt.Sprint(child.Process.Pid)), 0o644))
 			}
