@@ -34,7 +34,7 @@ func sampleReport() *Report {
 		rec(2, "norm_rope_store/v4-n4096", 1, Pass, "", "max_ulp=1", 0, 1500*time.Millisecond),
 		rec(5, "norm_rope_store/v4-n4096", 2, Guard, "cache: byte 132 is outside what the contract writes but changed (0x00, want canary 0xa5)", "max_ulp=0", 0, 800*time.Millisecond),
 	}
-	recs[1].Worst = []Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17", Ratio: 0}}
+	recs[1].Worst = []Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17"}}
 	recs[1].Metrics = map[string]any{"missing": 1, "extra": 1, "recall": 0.998}
 	recs[2].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
 	recs[3].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
