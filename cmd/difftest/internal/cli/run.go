@@ -61,7 +61,7 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, difftest.SafeLine(re.Msg))
 			return nil, difftest.ExitUntestable
 		}
 		return nil, fail(stderr, err, difftest.Summary{})
@@ -166,7 +166,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	items := suite.Items(sel)
 	if len(items) == 0 {
-		return usageErr(stderr, "no case of suite %s matches --run %q --shard %q", suite.Name, *runRe, *shardFlag)
+		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
 	}
 	impl, code := f.openImpl(stderr)
 	if impl == nil {
@@ -260,7 +260,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	if runErr != nil {
 		var re *difftest.RunError
 		if errors.As(runErr, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, difftest.SafeLine(re.Msg))
 			return difftest.ExitCode(sum, runErr)
 		}
 		return fail(stderr, runErr, sum)
