@@ -116,7 +116,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer impl.Close()
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
 	return execute(ctx, &f, impl, execution{
-		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1,
+		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1, cases: 1,
 		replay: func(*difftest.Record) string {
 			return "difftest replay --impl " + difftest.ShellQuote(f.impl) + " " + difftest.ShellQuote(file)
 		},
@@ -193,14 +193,12 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *junit != "" && samePath(*outPath, *junit) {
 		return usageErr(stderr, "merge: -o and --junit name the same file %s", *junit)
 	}
+	if err := checkOutputFiles("-o", *outPath, "--junit", *junit); err != nil {
+		return usageErr(stderr, "merge: %v", err)
+	}
 	var reps []*difftest.Report
 	for _, in := range ins {
-		f, err := os.Open(in)
-		if err != nil {
-			return usageErr(stderr, "merge: %v", err)
-		}
-		rep, err := difftest.ReadJSONL(in, f)
-		f.Close()
+		rep, err := difftest.ReadJSONLFile(in)
 		if err != nil {
 			return usageErr(stderr, "merge: %v", err)
 		}

@@ -175,8 +175,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer impl.Close()
 
 	opts := difftest.ReplayOptions{Suite: *suiteName, Impl: f.impl, Fatbin: f.fatbin, Device: f.device}
+	cases, selected := difftest.SelectionOf(suite, sel.Run)
 	return execute(ctx, &f, impl, execution{
-		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(),
+		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
 		failfast: *failfast, saveDir: *saveDir,
 		replay: func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
 	}, stdout, stderr)
@@ -188,6 +189,8 @@ type execution struct {
 	seed     uint64
 	repeat   int
 	shard    string
+	cases    int   // suite cases per seed (Header.Cases)
+	selected []int // suite positions --run kept, nil = all (Header.Selected)
 	failfast bool
 	saveDir  string
 	replay   func(*difftest.Record) string
@@ -197,6 +200,7 @@ type execution struct {
 // and writes the JUnit report. It returns the exit code.
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
+	h.Cases, h.Selected = e.cases, e.selected
 	var jw *difftest.JSONLWriter
 	if f.json != "" {
 		jf, err := os.Create(f.json)
