@@ -166,6 +166,12 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // mergeCmd joins the reports of every shard of one split into one JSON
 // Lines file (and JUnit). The output is named by -o, never by position:
 // `difftest merge s0.jsonl s1.jsonl s2.jsonl` must not overwrite s0.jsonl.
+// Exit 2, with nothing written, for a usage error, an output that cannot
+// be a file, an input that is not a regular file or not a report, and any
+// disagreement difftest.MergeNamed finds (a missing shard, a lost or
+// invented case, a summary that does not count its case lines); else the
+// exit code of the merged run (0, 1, or 125 when a shard did not finish
+// and nothing failed).
 func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("merge", stderr)
 	outPath := fs.String("o", "", "write the merged JSON Lines report to `OUT.jsonl` (required; not one of the inputs; an existing file is replaced)")
