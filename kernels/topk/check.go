@@ -116,19 +116,17 @@ type rowVerdict struct {
 // row's used pages (page < 0) or is its page `page`, at an offset that
 // puts the position at or past L.
 type unmappedSlot struct {
-	b, j       int
-	slot, id   int64
-	page       int   // the row's page index holding id, or −1
-	offset     int64 // slot & (P−1)
-	pos        int64 // page·P + offset when page ≥ 0
-	L, used    int   // seq_lens[b], ceil(L/P)
-	negative   bool  // slot < 0 (−1 in the first min(K, L) entries is rule 1's)
-	foreignRow int   // filled by pageFault: a row whose used pages hold id, or −1
-	foreignPg  int
+	b, j     int
+	slot, id int64
+	page     int   // the row's page index holding id, or −1
+	offset   int64 // slot & (P−1)
+	pos      int64 // page·P + offset when page ≥ 0
+	L, used  int   // seq_lens[b], ceil(L/P)
+	negative bool  // slot < 0 (−1 in the first min(K, L) entries is rule 1's)
 }
 
 // reason says why u does not map back, for messages and Element.Want.
-func (u *unmappedSlot) reason() string {
+func (u unmappedSlot) reason() string {
 	switch {
 	case u.negative:
 		return "a slot is never negative"
@@ -323,7 +321,7 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 			continue
 		}
 		sl := int64(page.I32(b*K + j))
-		u := &unmappedSlot{b: b, j: j, slot: sl, id: sl >> v.shift, page: -1, offset: sl & int64(v.p.P-1), L: L, used: used, negative: sl < 0, foreignRow: -1}
+		u := unmappedSlot{b: b, j: j, slot: sl, id: sl >> v.shift, page: -1, offset: sl & int64(v.p.P-1), L: L, used: used, negative: sl < 0}
 		if i >= int64(L) {
 			u.page, u.pos = int(i>>v.shift), i
 		}
@@ -331,7 +329,8 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 		r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(sl), Want: fmt.Sprintf("a slot of row %d's page table (%s)", b, u.reason())},
 			b, "page_indices[%d][%d] = %d does not map back through row %d's page table: %s", b, j, sl, b, u.reason())
 		if r.unmapped == nil {
-			r.unmapped = u
+			first := u
+			r.unmapped = &first
 		}
 	}
 	return pos
