@@ -183,7 +183,7 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "gpu-selftest: cuda unavailable: %s\n", strings.Join(strings.Fields(re.Msg), " "))
+			fmt.Fprintf(stderr, "gpu-selftest: cuda unavailable: %s\n", difftest.SafeLine(re.Msg))
 		} else {
 			fmt.Fprintln(stderr, "gpu-selftest:", err)
 		}

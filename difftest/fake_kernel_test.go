@@ -188,7 +188,7 @@ func (k fakeKernel) Check(c *Case, got, want []*Tensor) Result {
 					if bad == 0 {
 						res.Class = Mismatch
 						res.Message = fmt.Sprintf("%s[%d]: got %d, want %d", got[o].Name, i/4, g, w)
-						res.Worst = append(res.Worst, Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w), Ratio: 1})
+						res.Worst = append(res.Worst, Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w), Ratio: RatioOf(1)})
 					}
 					bad++
 				}

@@ -106,12 +106,19 @@ const (
 
 // Element is one compared element in a failure report.
 type Element struct {
-	Tensor string  `json:"tensor"`
-	Index  string  `json:"index"` // e.g. "[3][17]" or "row 3 pos 17"
-	Got    string  `json:"got"`
-	Want   string  `json:"want"`
-	Ratio  float64 `json:"ratio,omitempty"` // |d| / allowed; > 1 fails
+	Tensor string `json:"tensor"`
+	Index  string `json:"index"` // e.g. "[3][17]" or "row 3 pos 17"
+	Got    string `json:"got"`
+	Want   string `json:"want"`
+	// Ratio is |d| / allowed for an element compared within a tolerance
+	// (> 1 fails; 0 is an exact match), nil for one compared exactly (a
+	// top-k index, a canary byte), which has no ratio: reports print and
+	// write one only where it is set.
+	Ratio *float64 `json:"ratio,omitempty"`
 }
+
+// RatioOf returns a pointer to a copy of r, for Element.Ratio.
+func RatioOf(r float64) *float64 { return &r }
 
 // Result is a comparator's verdict on one case.
 type Result struct {

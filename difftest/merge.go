@@ -5,6 +5,7 @@ package difftest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,15 +23,33 @@ func Merge(reps []*Report) (*Report, error) {
 // MergeNamed joins the reports of the shards of one run into the report
 // of the whole run. names[i] names reps[i] in errors (its file).
 //
-// The headers must agree on suite, seed, repeat, implementation and
-// generator version, and their shards must be one whole split: every
-// shard I/N for 0 ≤ I < N, each exactly once, all with the same N. A
-// single report without a shard (an unsharded run) is accepted on its
-// own. Every record must belong to its report's shard (Index ≡ I mod N)
-// and no Index may appear twice. Errors are one line, for example
-// "merge: shard 2/3 missing", "merge: reports mix /3 and /2 shards:
-// b.jsonl is shard 1/3, c.jsonl is shard 1/2" or "merge: shard 0/2
-// appears twice: a.jsonl and b.jsonl".
+// The headers must agree on suite, seed, repeat, cases, selection,
+// implementation and generator version, and their shards must be one
+// whole split: every shard I/N for 0 ≤ I < N, each exactly once, all with
+// the same N. A single report without a shard (an unsharded run) is
+// accepted on its own, as the one shard 0/1.
+//
+// No case may be lost or invented. Every record must lie in the run
+// (0 ≤ Index < Cases·Repeat), belong to its report's shard (Index ≡ I
+// mod N), carry the seed of its index (Seed + Index/Cases), be a suite
+// case the run selected (Header.Selected), have the case id of every
+// other record of its suite case, and appear once. Every index the run
+// selected for a shard must be in that shard's report when the shard
+// finished (a summary line that does not say it stopped early), or, when
+// it did not, every such index below its report's largest one (a run
+// writes its cases in index order, so a shard cut short holds a prefix).
+// A report's summary line must count exactly its case lines: passed,
+// failed and the failures per class. A header without Cases (a report
+// from a difftest that did not record it) is refused, since its records
+// cannot be checked.
+//
+// Errors are one line naming the report and, for a lost case, its index,
+// for example "merge: shard 2/3 missing", "merge: b.jsonl (shard 1/3)
+// lacks index 4 (k/c4 seed 7): the shard finished (its summary counts 2
+// cases, the file holds 1 case line)", "merge: a.jsonl (shard 0/2):
+// index 1000000000000 (k/c seed 7) is outside the run's 6 cases (6 per
+// seed × 1 seed)" or "merge: shard 0/2 appears twice: a.jsonl and
+// b.jsonl". The CLI exits 2 on each (an input file error).
 //
 // The merged header has no shard, records the split in MergedShards and
 // keeps the earliest start. Records are ordered by Index. The summary is
@@ -50,9 +69,15 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 			return nil, fmt.Errorf("merge: %s ran suite %s seed %d repeat %d impl %s generator %d; %s ran suite %s seed %d repeat %d impl %s generator %d",
 				names[i+1], g.Suite, g.Seed, g.Repeat, g.Impl, g.GeneratorVersion, names[0], h.Suite, h.Seed, h.Repeat, h.Impl, h.GeneratorVersion)
 		}
+		if g.Cases != h.Cases || !slices.Equal(g.Selected, h.Selected) {
+			return nil, fmt.Errorf("merge: %s ran %s of %d cases per seed; %s ran %s of %d", names[i+1], selectedWord(g), g.Cases, names[0], selectedWord(h), h.Cases)
+		}
 	}
 	shards, err := checkSplit(names, reps)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCases(names, reps, shards); err != nil {
 		return nil, err
 	}
 	out := &Report{Header: h}
@@ -60,7 +85,6 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 	if shards[0].N > 0 {
 		out.Header.MergedShards = shards[0].N
 	}
-	seen := map[int]string{}
 	sum := &Summary{}
 	for i, r := range reps {
 		g, sh := r.Header, shards[i]
@@ -68,14 +92,6 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 			out.Header.Started = g.Started
 		}
 		for _, rec := range r.Records {
-			key := fmt.Sprintf("%s seed %d", rec.Case, rec.Seed)
-			if sh.N > 0 && rec.Index%sh.N != sh.I {
-				return nil, fmt.Errorf("merge: %s (shard %s) holds index %d (%s), which belongs to shard %d/%d", names[i], sh, rec.Index, key, rec.Index%sh.N, sh.N)
-			}
-			if prev, dup := seen[rec.Index]; dup {
-				return nil, fmt.Errorf("merge: index %d (%s) appears twice in %s (also %s)", rec.Index, key, names[i], prev)
-			}
-			seen[rec.Index] = key
 			out.Records = append(out.Records, rec)
 			sum.Add(rec)
 		}
@@ -95,6 +111,13 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 	sort.Slice(out.Records, func(i, j int) bool { return out.Records[i].Index < out.Records[j].Index })
 	out.Summary = sum
 	return out, nil
+}
+
+func selectedWord(h Header) string {
+	if len(h.Selected) == 0 {
+		return "all"
+	}
+	return fmt.Sprintf("%d (--run)", len(h.Selected))
 }
 
 // checkSplit parses each report's shard and checks that together they

@@ -10,7 +10,7 @@ import (
 // suite k/c0 … k/c5 (seed 7); the case with index 4 fails. Records hold
 // the given indices; finished says whether the summary line was written.
 func shardReport(shard string, finished bool, idx ...int) *Report {
-	r := &Report{Header: Header{Type: "header", Suite: "quick", Seed: 7, Repeat: 1, Shard: shard, Impl: "cuda", GeneratorVersion: GeneratorVersion,
+	r := &Report{Header: Header{Type: "header", Suite: "quick", Seed: 7, Repeat: 1, Cases: 6, Shard: shard, Impl: "cuda", GeneratorVersion: GeneratorVersion,
 		Started: time.Date(2025, 6, 1, 3, 0, len(idx), 0, time.UTC)}}
 	s := &Summary{Elapsed: time.Duration(len(idx)) * time.Second}
 	for _, i := range idx {

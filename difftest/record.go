@@ -56,6 +56,8 @@ type Header struct {
 	Suite            string            `json:"suite"`
 	Seed             uint64            `json:"seed"`
 	Repeat           int               `json:"repeat"`
+	Cases            int               `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (SelectionOf)
+	Selected         []int             `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (SelectionOf)
 	Shard            string            `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
 	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (Merge); 0 otherwise
 	Impl             string            `json:"impl"`

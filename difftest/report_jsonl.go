@@ -7,8 +7,11 @@ package difftest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 )
 
 // JSONLWriter streams a report as JSON Lines.
@@ -42,12 +45,19 @@ type Report struct {
 	Summary *Summary // nil when the run did not finish (the file ends early)
 }
 
+// MaxReportLine is the longest line ReadJSONL accepts, in bytes: far
+// above any header or case line difftest writes (a record's message keeps
+// at most ExecStderrTail bytes of a program's stderr, its worst list a
+// few dozen elements), and what one line may cost before it is refused.
+const MaxReportLine = 8 << 20
+
 // ReadJSONL reads a report written by JSONLWriter. A file cut short by a
-// crash reads fine (Summary is nil); a malformed line, a missing header
-// or an unknown line type is an error naming the line.
+// crash reads fine (Summary is nil); a malformed line, a missing header,
+// an unknown line type or a line longer than MaxReportLine is an error
+// naming the line.
 func ReadJSONL(name string, r io.Reader) (*Report, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<28)
+	sc.Buffer(make([]byte, 64<<10), MaxReportLine)
 	rep := &Report{}
 	n := 0
 	for sc.Scan() {
@@ -87,10 +97,57 @@ func ReadJSONL(name string, r io.Reader) (*Report, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: line longer than %d MiB, the limit of a report line: not a JSON Lines report written by difftest", name, n+1, MaxReportLine>>20)
+		}
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%s: empty report", name)
 	}
 	return rep, nil
+}
+
+// ReadJSONLFile reads the report in the file at path (ReadJSONL). Only a
+// regular file is read: a folder, a device such as /dev/zero, a named pipe
+// or a socket is refused by its type before anything is read (a FIFO is
+// never waited on).
+func ReadJSONLFile(path string) (*Report, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file: a report is the file difftest run --json writes", path, FileKind(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s changed into something other than a regular file as it was opened", path)
+	}
+	return ReadJSONL(path, f)
+}
+
+// FileKind names the type of a file mode for messages: "a directory", "a
+// character device", "a named pipe (FIFO)", "a socket", "a block device",
+// "a regular file", or "a special file".
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "a special file"
 }

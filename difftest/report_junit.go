@@ -118,11 +118,15 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 		for _, r := range bySeed[seed] {
 			jc := junitCase{Classname: r.Kernel, Name: r.Case, Time: seconds(r.WallTime)}
 			if r.Failed() {
-				jc.Failure = &junitFailure{Message: flatten(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
+				jc.Failure = &junitFailure{Message: SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
 				s.Failures++
 			}
 			if len(r.Warnings) > 0 {
-				jc.SystemOut = &junitText{"warnings:\n  " + strings.Join(r.Warnings, "\n  ") + "\n"}
+				ws := make([]string, len(r.Warnings))
+				for i, wn := range r.Warnings {
+					ws[i] = SafeLine(wn)
+				}
+				jc.SystemOut = &junitText{"warnings:\n  " + strings.Join(ws, "\n  ") + "\n"}
 			}
 			s.Tests++
 			st += r.WallTime
@@ -151,23 +155,27 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 // metrics (JSON, keys sorted), worst elements, replay command(s).
 func failureDetails(r *Record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n", r.Class, r.Message)
-	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, r.InputSHA256, r.GeneratorVersion)
+	fmt.Fprintf(&b, "%s: %s\n", SafeText(string(r.Class)), SafeLine(r.Message))
+	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, SafeText(r.InputSHA256), r.GeneratorVersion)
 	if len(r.Params) > 0 {
-		fmt.Fprintf(&b, "params: %s\n", r.Params)
+		fmt.Fprintf(&b, "params: %s\n", SafeText(string(r.Params)))
 	}
 	if len(r.Metrics) > 0 {
 		m, _ := json.Marshal(r.Metrics) // map keys come out sorted
-		fmt.Fprintf(&b, "metrics: %s\n", m)
+		fmt.Fprintf(&b, "metrics: %s\n", SafeText(string(m)))
 	}
 	for _, e := range r.Worst {
-		fmt.Fprintf(&b, "worst: %s%s got %s want %s ratio %.3g\n", e.Tensor, e.Index, e.Got, e.Want, e.Ratio)
+		fmt.Fprintf(&b, "worst: %s%s got %s want %s", SafeText(e.Tensor), SafeText(e.Index), SafeText(e.Got), SafeText(e.Want))
+		if e.Ratio != nil {
+			fmt.Fprintf(&b, " ratio %.3g", *e.Ratio)
+		}
+		b.WriteString("\n")
 	}
 	if r.Replay != "" {
-		fmt.Fprintf(&b, "replay: %s\n", r.Replay)
+		fmt.Fprintf(&b, "replay: %s\n", SafeText(r.Replay))
 	}
 	if r.Capture != "" {
-		fmt.Fprintf(&b, "replay: %s\n", ReplayCaptureCommand(r))
+		fmt.Fprintf(&b, "replay: %s\n", SafeText(ReplayCaptureCommand(r)))
 	}
 	return b.String()
 }
@@ -184,5 +192,3 @@ func ReplayCaptureCommand(r *Record) string {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-
-func flatten(s string) string { return strings.Join(strings.Fields(s), " ") }

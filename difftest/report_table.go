@@ -12,9 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// tableCells formats the cells of one record: status, case id, class (or
-// "-"), key metric (or "-") and time.
-func tableCells(r *Record) []string {
+// tableCells formats the cells of one record: status, case id, seed
+// (when seeds is set), class (or "-"), key metric (or "-") and time. Text
+// that comes from the record (a case id read back from a capture or a
+// report file) is escaped with SafeText.
+func tableCells(r *Record, seeds bool) []string {
 	status, class := "ok", "-"
 	if r.Failed() {
 		status, class = "FAIL", string(r.Class)
@@ -23,7 +25,34 @@ func tableCells(r *Record) []string {
 	if metric == "" {
 		metric = "-"
 	}
-	return []string{status, r.Case, class, metric, caseTime(r)}
+	cells := []string{status, SafeText(r.Case)}
+	if seeds {
+		cells = append(cells, fmt.Sprint(r.Seed))
+	}
+	return append(cells, SafeText(class), SafeText(metric), caseTime(r))
+}
+
+// manySeeds reports whether the records ran under more than one seed
+// (--repeat, or a merged report of such a run): then the table needs a
+// SEED column to tell the rows of one case apart.
+func manySeeds(recs []*Record) bool {
+	for _, r := range recs[min(1, len(recs)):] {
+		if r.Seed != recs[0].Seed {
+			return true
+		}
+	}
+	return false
+}
+
+// worstLine formats one worst element of a failure. The ratio |d| /
+// allowed is printed only for an element compared within a tolerance
+// (Element.Ratio set); an exactly compared one has none to print.
+func worstLine(e Element) string {
+	line := fmt.Sprintf("worst %s%s: got %s, want %s", SafeText(e.Tensor), SafeText(e.Index), SafeText(e.Got), SafeText(e.Want))
+	if e.Ratio != nil {
+		line += fmt.Sprintf(" (ratio %.3g)", *e.Ratio)
+	}
+	return line
 }
 
 // caseTime is the kernel time when the implementation measured it, else
@@ -52,21 +81,30 @@ func fmtDuration(d time.Duration) string {
 //	ok      topk_transform/gaussian-b1    -         recall=1        ~1.20ms
 //	FAIL    topk_transform/ties-k         mismatch  missing=1       ~2.31ms ¹
 //
-// then, per failure, its message and replay command(s); then numbered
-// warnings; then, for a run on the emulated driver (PropEmulated), a line
-// "emulated: WHAT RAN"; then "N passed, M failed (class n, …) in T". A record
-// without kernel time shows its wall time with a "~" and a footnote.
+// with a SEED column after CASE when the records ran under more than one
+// seed (--repeat); then, per failure, its message, worst elements and
+// replay command(s); then numbered warnings; then, for a run on the
+// emulated driver (PropEmulated), a line "emulated: WHAT RAN"; then
+// "N passed, M failed (class n, …) in T". A record without kernel time
+// shows its wall time with a "~" and a footnote. Text the harness did not
+// write (case ids, messages that quote an exec program's stderr, warnings,
+// paths) is escaped with SafeText, so it can neither break the table nor
+// drive the terminal.
 func WriteTable(w io.Writer, rep *Report) error {
+	seeds := manySeeds(rep.Records)
 	header := []string{"STATUS", "CASE", "CLASS", "METRIC", "TIME"}
+	if seeds {
+		header = []string{"STATUS", "CASE", "SEED", "CLASS", "METRIC", "TIME"}
+	}
 	rows := [][]string{header}
 	notes := &footnotes{index: map[string]int{}}
 	var wall bool
 	marks := make([]string, len(rep.Records))
 	for i, r := range rep.Records {
-		rows = append(rows, tableCells(r))
+		rows = append(rows, tableCells(r, seeds))
 		var ms []string
 		for _, wn := range r.Warnings {
-			ms = append(ms, notes.mark(wn))
+			ms = append(ms, notes.mark(SafeLine(wn)))
 		}
 		if r.KernelTime == 0 {
 			wall = true
@@ -104,15 +142,15 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if len(failed) > 0 {
 		b.WriteString("\nfailures:\n")
 		for _, r := range failed {
-			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", r.Case, r.Seed, r.Class, flatten(r.Message))
+			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", SafeText(r.Case), r.Seed, SafeText(string(r.Class)), SafeLine(r.Message))
 			for _, e := range r.Worst {
-				fmt.Fprintf(&b, "    worst %s%s: got %s, want %s (ratio %.3g)\n", e.Tensor, e.Index, e.Got, e.Want, e.Ratio)
+				fmt.Fprintf(&b, "    %s\n", worstLine(e))
 			}
 			if r.Replay != "" {
-				fmt.Fprintf(&b, "    replay: %s\n", r.Replay)
+				fmt.Fprintf(&b, "    replay: %s\n", SafeText(r.Replay))
 			}
 			if r.Capture != "" {
-				fmt.Fprintf(&b, "    replay: %s\n", ReplayCaptureCommand(r))
+				fmt.Fprintf(&b, "    replay: %s\n", SafeText(ReplayCaptureCommand(r)))
 			}
 		}
 	}
@@ -134,7 +172,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		sum.Aborted = "the report ends before its summary"
 	}
 	if e := rep.Header.Properties[PropEmulated]; e != "" {
-		b.WriteString("\nemulated: " + e + "\n")
+		b.WriteString("\nemulated: " + SafeText(e) + "\n")
 	}
 	b.WriteString("\n" + SummaryLine(*sum) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -142,7 +180,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 }
 
 // SummaryLine renders "N passed, M failed (mismatch 2, guard 1) in 3.20s",
-// with "; stopped early: WHY" when the run was cut short.
+// with "; stopped early: WHY" when the run was cut short. Class names and
+// WHY, which a report file read back may carry, are escaped (SafeText).
 func SummaryLine(s Summary) string {
 	line := fmt.Sprintf("%d passed, %d failed", s.Passed, s.Failed)
 	if len(s.Classes) > 0 {
@@ -159,7 +198,7 @@ func SummaryLine(s Summary) string {
 		})
 		parts := make([]string, len(classes))
 		for i, c := range classes {
-			parts[i] = fmt.Sprintf("%s %d", c, s.Classes[Class(c)])
+			parts[i] = fmt.Sprintf("%s %d", SafeText(c), s.Classes[Class(c)])
 		}
 		line += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -167,7 +206,7 @@ func SummaryLine(s Summary) string {
 		line += " in " + fmtDuration(s.Elapsed)
 	}
 	if s.Aborted != "" {
-		line += "; stopped early: " + s.Aborted
+		line += "; stopped early: " + SafeLine(s.Aborted)
 	}
 	return line
 }

@@ -34,7 +34,7 @@ func sampleReport() *Report {
 		rec(2, "norm_rope_store/v4-n4096", 1, Pass, "", "max_ulp=1", 0, 1500*time.Millisecond),
 		rec(5, "norm_rope_store/v4-n4096", 2, Guard, "cache: byte 132 is outside what the contract writes but changed (0x00, want canary 0xa5)", "max_ulp=0", 0, 800*time.Millisecond),
 	}
-	recs[1].Worst = []Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17", Ratio: 0}}
+	recs[1].Worst = []Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17"}}
 	recs[1].Metrics = map[string]any{"missing": 1, "extra": 1, "recall": 0.998}
 	recs[2].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
 	recs[3].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
@@ -143,7 +143,15 @@ func TestReplayCommand(t *testing.T) {
 
 func TestJSONLRoundTripAndMerge(t *testing.T) {
 	rep := sampleReport()
-	// Two shards of one run: records 0 and 2 in shard 0/2, 1 and 5 in 1/2.
+	// The sample's run has 3 cases per seed; the seed-2 runs of the first
+	// two (indices 3 and 4) pass.
+	for _, i := range []int{0, 1} {
+		r := *rep.Records[i]
+		r.Index, r.Seed, r.Verdict, r.Class, r.Message, r.Worst, r.Metrics = i+3, 2, VerdictPass, Pass, "", nil, nil
+		rep.Records = append(rep.Records, &r)
+	}
+	rep.Header.Cases = 3
+	// Two shards of one run: records 0, 2 and 4 in shard 0/2, 1, 3 and 5 in 1/2.
 	var shard [2]bytes.Buffer
 	for i := range shard {
 		w := NewJSONLWriter(&shard[i])
@@ -178,10 +186,10 @@ func TestJSONLRoundTripAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Records) != 4 || m.Records[1].Case != "topk_transform/ties-straddle-k" || m.Records[3].Index != 5 {
+	if len(m.Records) != 6 || m.Records[1].Case != "topk_transform/ties-straddle-k" || m.Records[5].Index != 5 {
 		t.Fatalf("merged records out of order: %v", m.Records)
 	}
-	if m.Summary.Passed != 2 || m.Summary.Failed != 2 || m.Summary.Elapsed != 2*time.Second || m.Header.Shard != "" {
+	if m.Summary.Passed != 4 || m.Summary.Failed != 2 || m.Summary.Elapsed != 2*time.Second || m.Header.Shard != "" {
 		t.Errorf("merged summary %+v header %+v", m.Summary, m.Header)
 	}
 	if m.Records[1].Metrics["recall"] != 0.998 || m.Records[1].Worst[0].Index != "[0][511]" {

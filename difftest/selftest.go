@@ -189,7 +189,7 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, fmtDuration(r.Elapsed)})
 		if !r.OK() {
 			if r.Mutant == "reference" {
-				bad = append(bad, fmt.Sprintf("the %s reference fails %s (seed %d): %s: %s", r.Kernel, r.Case, r.Seed, r.Class, flatten(r.Message)))
+				bad = append(bad, fmt.Sprintf("the %s reference fails %s (seed %d): %s: %s", r.Kernel, r.Case, r.Seed, r.Class, SafeLine(r.Message)))
 			} else {
 				bad = append(bad, fmt.Sprintf("mutant %s (%s) passed all %d cases of %s", r.Mutant, r.Fault, r.Cases, r.Kernel))
 			}

@@ -209,7 +209,7 @@ func (t *tally) record(token int, failed, nonFinite bool, ratio float64, mk func
 		}
 	}
 	el := mk()
-	el.Ratio = ratio
+	el.Ratio = difftest.RatioOf(ratio)
 	t.note(scored{el: el, ratio: ratio, failed: failed, token: token})
 }
 

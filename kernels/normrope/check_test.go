@@ -98,7 +98,7 @@ func TestCheckVerdicts(t *testing.T) {
 		if !strings.Contains(r.Message, prefix) || !strings.Contains(r.Message, tc.msgSubstr) {
 			t.Errorf("%s: message %q, want %q and %q", tc.name, r.Message, prefix, tc.msgSubstr)
 		}
-		if r.Metrics["mismatches"] != 1 || len(r.Worst) == 0 || r.Worst[0].Ratio <= 1 {
+		if r.Metrics["mismatches"] != 1 || len(r.Worst) == 0 || r.Worst[0].Ratio == nil || *r.Worst[0].Ratio <= 1 {
 			t.Errorf("%s: metrics %v, worst %v: want 1 mismatch with ratio > 1 first", tc.name, r.Metrics, r.Worst)
 		}
 		if _, err := json.Marshal(r); err != nil {

@@ -43,7 +43,9 @@ var ruleNames = [nRules]string{"padding", "out_of_range", "wrong_slots", "duplic
 //     the row must be exactly 0, 1, …, L−1 (DESIGN.md §3, "L ≤ K");
 //  2. raw indices are distinct and in [0, L), and page_indices[j] ==
 //     slot(raw[j]); without raw_indices each page index is mapped back to
-//     its position through the row's page table (injective, by Validate);
+//     its position through the row's page table (injective, by Validate),
+//     and one that does not map back is reported alone, the selection
+//     unchecked (see pageFault);
 //  3. when L > K: every position whose key32 ranks strictly above the
 //     K-th largest key is chosen and no chosen position ranks below it.
 //     With K distinct picks this is exactly "the sorted chosen keys equal
@@ -86,6 +88,11 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 		rows[b] = v.checkRow(b, gPage, gRaw, wPage, wRaw, s)
 		return nil
 	})
+	if gRaw == nil {
+		if res, ok := v.pageFault(rows); ok {
+			return res
+		}
+	}
 	return summarize(rows)
 }
 
@@ -99,6 +106,35 @@ type rowVerdict struct {
 	count        [nRules]int
 	worst        [nRules][]difftest.Element // capped at maxWorst
 	needle       int                        // 1 found, 0 missed, −1 no needle in this row
+	// unmapped is the first page index of the row that does not map back
+	// through its page table (no raw_indices; see decode), if any.
+	unmapped *unmappedSlot
+}
+
+// unmappedSlot is a page_indices entry that no position of its row maps
+// to: page_indices[b][j] = slot, whose page id is either not among the
+// row's used pages (page < 0) or is its page `page`, at an offset that
+// puts the position at or past L.
+type unmappedSlot struct {
+	b, j     int
+	slot, id int64
+	page     int   // the row's page index holding id, or −1
+	offset   int64 // slot & (P−1)
+	pos      int64 // page·P + offset when page ≥ 0
+	L, used  int   // seq_lens[b], ceil(L/P)
+	negative bool  // slot < 0 (−1 in the first min(K, L) entries is rule 1's)
+}
+
+// reason says why u does not map back, for messages and Element.Want.
+func (u unmappedSlot) reason() string {
+	switch {
+	case u.negative:
+		return "a slot is never negative"
+	case u.page < 0:
+		return fmt.Sprintf("page id %d is not among its %d used pages", u.id, u.used)
+	default:
+		return fmt.Sprintf("page id %d is its page %d, and offset %d makes position %d ≥ L = %d", u.id, u.page, u.offset, u.pos, u.L)
+	}
 }
 
 // offend counts one offender of rule; the first offender of the row sets
@@ -281,13 +317,93 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 		delete(byPage, id)
 	}
 	for j, i := range pos {
-		if i < 0 || i >= int64(L) {
-			name, idx := entry(page, b, j)
-			r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(page.I32(b*K + j)), Want: fmt.Sprintf("the slot of a position in [0, L = %d) of row %d", L, b)},
-				b, "page_indices[%d][%d] = %d is not the slot of any position in [0, L = %d) of the row", b, j, page.I32(b*K+j), L)
+		if i >= 0 && i < int64(L) {
+			continue
+		}
+		sl := int64(page.I32(b*K + j))
+		u := unmappedSlot{b: b, j: j, slot: sl, id: sl >> v.shift, page: -1, offset: sl & int64(v.p.P-1), L: L, used: used, negative: sl < 0}
+		if i >= int64(L) {
+			u.page, u.pos = int(i>>v.shift), i
+		}
+		name, idx := entry(page, b, j)
+		r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(sl), Want: fmt.Sprintf("a slot of row %d's page table (%s)", b, u.reason())},
+			b, "page_indices[%d][%d] = %d does not map back through row %d's page table: %s", b, j, sl, b, u.reason())
+		if r.unmapped == nil {
+			first := u
+			r.unmapped = &first
 		}
 	}
 	return pos
+}
+
+// pageFault reports, for a case without raw_indices, a page index that
+// does not map back through its row's page table: the positions of every
+// row are read back through the table, so once one entry is known not to
+// be a slot of its row, the others may be slots of the wrong positions,
+// and selection errors (rule 3, duplicates, order) would send the reader
+// to the wrong bug. The Result is the page-table fault alone: Message
+// names the first such entry (lowest row, then entry): its row, output
+// index j, slot value and why it does not map back (a negative slot; a
+// page id not among the row's ceil(L/P) used pages, with the row whose
+// table does hold it, if one does; or an offset that puts the position
+// at or past L). Metrics keep valid, failed_rule (wrong_slots) and the
+// counters padding, out_of_range and wrong_slots, which do not rest on
+// the read-back positions; duplicates, out_of_order, missing, extra,
+// recall, jaccard, tie_band and needle_found are left out (not checked).
+// Worst lists the unmapped entries, then rule-1 entries. ok is false when
+// every page index maps back.
+func (v *view) pageFault(rows []rowVerdict) (difftest.Result, bool) {
+	var u *unmappedSlot
+	for i := range rows {
+		if rows[i].unmapped != nil {
+			u = rows[i].unmapped
+			break
+		}
+	}
+	if u == nil {
+		return difftest.Result{}, false
+	}
+	where := ""
+	if !u.negative && u.page < 0 {
+		if fb, fp, ok := v.holder(u.id, u.b); ok {
+			where = fmt.Sprintf(" (it is page_table[%d][%d], a page of row %d)", fb, fp, fb)
+		}
+	}
+	res := difftest.Result{Class: difftest.Mismatch, Message: fmt.Sprintf("row %d: page_indices[%d][%d] = %d does not map back through row %d's page table: %s%s; the selection is not checked (without raw_indices every position is read back through the page table)",
+		u.b, u.b, u.j, u.slot, u.b, u.reason(), where)}
+	var count [nRules]int
+	var worst [nRules][]difftest.Element
+	for _, r := range rows {
+		for _, k := range []int{ruleWrongSlot, rulePadding, ruleOutOfRange} {
+			count[k] += r.count[k]
+			if room := maxWorst - len(worst[k]); room > 0 {
+				worst[k] = append(worst[k], r.worst[k][:min(len(r.worst[k]), room)]...)
+			}
+		}
+	}
+	res.Metrics = map[string]any{"valid": false, "failed_rule": ruleNames[ruleWrongSlot]}
+	for _, k := range []int{ruleWrongSlot, rulePadding, ruleOutOfRange} {
+		res.Metrics[ruleNames[k]] = count[k]
+		res.Worst = append(res.Worst, worst[k]...)
+	}
+	return res, true
+}
+
+// holder finds a row other than b whose used pages hold page id: the
+// first such (row, page index) in row order.
+func (v *view) holder(id int64, b int) (int, int, bool) {
+	for rb := 0; rb < v.p.Batch; rb++ {
+		if rb == b {
+			continue
+		}
+		used := (v.length(rb) + v.p.P - 1) >> v.shift
+		for pj := 0; pj < used; pj++ {
+			if int64(v.table.I32(rb*v.p.MaxPages+pj)) == id {
+				return rb, pj, true
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // describe formats scores[b][i] as "f32 0x3f800000 = 1".

@@ -60,7 +60,7 @@ func TestCheckRules(t *testing.T) {
 			"row 0: page_indices[0][0] = 21, want slot(raw 0) = 20", "wrong_slots", 4},
 		{"no-raw-inverted", "without raw the table is inverted", []edit{{0, []int32{20, 41}, nil}}, true, "", "", 0},
 		{"no-raw-foreign-slot", "a slot of another row", []edit{{0, []int32{20, 60}, nil}}, true,
-			"row 0: page_indices[0][1] = 60 is not the slot of any position in [0, L = 4) of the row", "wrong_slots", 1},
+			"row 0: page_indices[0][1] = 60 does not map back through row 0's page table: page id 30 is not among its 2 used pages (it is page_table[1][0], a page of row 1); " + notChecked, "wrong_slots", 1},
 		{"no-raw-rule3", "rule 3 through the inverted table", []edit{{0, []int32{21, 40}, nil}}, true,
 			"row 0: position 0 (f32 0x40400000 = 3) ranks above the K-th (f32 0x40000000 = 2) but is not chosen", "missing", 1},
 	}

@@ -244,13 +244,17 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 // fail prints a one-line error and returns the exit code ExitCode gives it.
+// The line is folded and escaped (difftest.SafeLine): an error may quote a
+// file's contents or a program's stderr.
 func fail(stderr io.Writer, err error, sum difftest.Summary) int {
-	fmt.Fprintf(stderr, "difftest: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+	fmt.Fprintf(stderr, "difftest: %s\n", difftest.SafeLine(err.Error()))
 	return difftest.ExitCode(sum, err)
 }
 
+// usageErr prints a one-line usage or input error, escaped as fail's, and
+// returns ExitUsage.
 func usageErr(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "difftest: "+format+"\n", args...)
+	fmt.Fprintf(stderr, "difftest: %s\n", difftest.SafeText(fmt.Sprintf(format, args...)))
 	return difftest.ExitUsage
 }
 

@@ -120,7 +120,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
 	opts := f.replayOptions(ctx, file)
 	return execute(ctx, &f, impl, execution{
-		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1,
+		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1, cases: 1,
 		replay: func(*difftest.Record) string { return difftest.ReplayCaptureLine(opts, file) },
 	}, stdout, stderr)
 }
@@ -174,6 +174,12 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // mergeCmd joins the reports of every shard of one split into one JSON
 // Lines file (and JUnit). The output is named by -o, never by position:
 // `difftest merge s0.jsonl s1.jsonl s2.jsonl` must not overwrite s0.jsonl.
+// Exit 2, with nothing written, for a usage error, an output that cannot
+// be a file, an input that is not a regular file or not a report, and any
+// disagreement difftest.MergeNamed finds (a missing shard, a lost or
+// invented case, a summary that does not count its case lines); else the
+// exit code of the merged run (0, 1, or 125 when a shard did not finish
+// and nothing failed).
 func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("merge", stderr)
 	outPath := fs.String("o", "", "write the merged JSON Lines report to `OUT.jsonl` (required; not one of the inputs; an existing file is replaced)")
@@ -201,14 +207,12 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *junit != "" && samePath(*outPath, *junit) {
 		return usageErr(stderr, "merge: -o and --junit name the same file %s", *junit)
 	}
+	if err := checkOutputFiles("-o", *outPath, "--junit", *junit); err != nil {
+		return usageErr(stderr, "merge: %v", err)
+	}
 	var reps []*difftest.Report
 	for _, in := range ins {
-		f, err := os.Open(in)
-		if err != nil {
-			return usageErr(stderr, "merge: %v", err)
-		}
-		rep, err := difftest.ReadJSONL(in, f)
-		f.Close()
+		rep, err := difftest.ReadJSONLFile(in)
 		if err != nil {
 			return usageErr(stderr, "merge: %v", err)
 		}

@@ -93,7 +93,7 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, difftest.SafeLine(re.Msg))
 			return nil, difftest.ExitUntestable
 		}
 		return nil, fail(stderr, err, difftest.Summary{})
@@ -198,7 +198,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	items := suite.Items(sel)
 	if len(items) == 0 {
-		return usageErr(stderr, "no case of suite %s matches --run %q --shard %q", suite.Name, *runRe, *shardFlag)
+		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
 	}
 	if err := f.checkReportPaths(); err != nil {
 		return usageErr(stderr, "%v", err)
@@ -210,8 +210,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer impl.Close()
 
 	opts := f.replayOptions(ctx, *suiteName)
+	cases, selected := difftest.SelectionOf(suite, sel.Run)
 	return execute(ctx, &f, impl, execution{
-		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(),
+		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
 		failfast: *failfast, saveDir: *saveDir,
 		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
 		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(opts, r.Capture) },
@@ -224,6 +225,8 @@ type execution struct {
 	seed     uint64
 	repeat   int
 	shard    string
+	cases    int   // suite cases per seed (Header.Cases)
+	selected []int // suite positions --run kept, nil = all (Header.Selected)
 	failfast bool
 	saveDir  string
 	replay   func(*difftest.Record) string
@@ -238,6 +241,7 @@ type execution struct {
 // code is 128 + the signal.
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
+	h.Cases, h.Selected = e.cases, e.selected
 	var jw *difftest.JSONLWriter
 	if f.json != "" {
 		jf, err := os.Create(f.json)
@@ -306,7 +310,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	if runErr != nil {
 		var re *difftest.RunError
 		if errors.As(runErr, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, strings.Join(strings.Fields(re.Msg), " "))
+			fmt.Fprintf(stderr, "difftest: %s unavailable: %s\n", f.impl, difftest.SafeLine(re.Msg))
 			return difftest.ExitCode(sum, runErr)
 		}
 		return fail(stderr, runErr, sum)

@@ -1,0 +1,104 @@
+// Escaping text the harness did not write before it reaches a terminal:
+// an exec program's stderr, a capture's metadata, a case id or path read
+// from a report file. Raw, an ESC sequence can clear the screen and print
+// a summary of its own, a newline breaks the table, and a bidi override
+// makes a line read other than it is.
+package difftest
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// SafeText returns s with every character that could move the cursor,
+// break a line or reorder what a terminal shows replaced by a visible
+// escape, so that it prints as one inert piece of text:
+//
+//   - C0 controls U+0000–U+001F and DEL U+007F: \t, \n, \r as such, the
+//     others as \xNN (ESC is \x1b);
+//   - C1 controls U+0080–U+009F (U+009B is an 8-bit CSI): \u0080 … \u009f;
+//   - bidirectional formatting (U+061C, U+200E, U+200F, U+202A–U+202E,
+//     U+2066–U+2069) and the line and paragraph separators U+2028, U+2029:
+//     \uNNNN;
+//   - each byte of invalid UTF-8: \xNN.
+//
+// Everything else, backslashes included, is kept as it is: the result is
+// for reading, not for parsing back, so a literal "\x1b" in s and an
+// escaped ESC look alike. s without such characters is returned
+// unchanged (no allocation).
+func SafeText(s string) string {
+	i := unsafeAt(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// SafeLine is SafeText for a one-line message: runs of white space (line
+// breaks and tabs included) become one space and the ends are trimmed
+// first, as a multi-line stderr is folded into a table's failure line;
+// the other controls are escaped.
+func SafeLine(s string) string { return SafeText(strings.Join(strings.Fields(s), " ")) }
+
+// unsafeAt is the byte offset of the first character SafeText escapes,
+// or −1.
+func unsafeAt(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || unsafeRune(r) {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// unsafeRune reports the non-ASCII runes SafeText escapes: C1 controls,
+// bidi formatting characters and the Unicode line/paragraph separators.
+func unsafeRune(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}
