@@ -133,7 +133,7 @@ func checkCases(names []string, reps []*Report, shards []Shard) error {
 		for _, rec := range r.Records {
 			got.Add(rec)
 		}
-		if got.Passed != r.Summary.Passed || got.Failed != r.Summary.Failed || !sameClasses(got.Classes, r.Summary.Classes) {
+		if got.Passed != r.Summary.Passed || got.Failed != r.Summary.Failed || got.Skipped != r.Summary.Skipped || !sameClasses(got.Classes, r.Summary.Classes) {
 			return fmt.Errorf("merge: %s: its summary counts %s, but its case lines are %s", ms[i].where, countWords(*r.Summary), countWords(got))
 		}
 	}
@@ -189,7 +189,7 @@ func walkSelected(h Header, total int, reps []*Report, ms []mergeShard, seen map
 			switch {
 			case m.finished:
 				return fmt.Errorf("merge: %s lacks index %d (%s): the shard finished (its summary counts %d cases, the file holds %d case lines)",
-					m.where, i, describe(i), rep.Summary.Passed+rep.Summary.Failed, len(rep.Records))
+					m.where, i, describe(i), rep.Summary.Passed+rep.Summary.Failed+rep.Summary.Skipped, len(rep.Records))
 			case i < m.last:
 				return fmt.Errorf("merge: %s lacks index %d (%s), which comes before its last case line (index %d)", m.where, i, describe(i), m.last)
 			}
@@ -220,7 +220,10 @@ func sameClasses(a, b map[Class]int) bool {
 // countWords renders a summary's counts: "19 cases (18 passed, 1 failed:
 // mismatch 1)".
 func countWords(s Summary) string {
-	w := fmt.Sprintf("%d cases (%d passed, %d failed", s.Passed+s.Failed, s.Passed, s.Failed)
+	w := fmt.Sprintf("%d cases (%d passed, %d failed", s.Passed+s.Failed+s.Skipped, s.Passed, s.Failed)
+	if s.Skipped > 0 {
+		w += fmt.Sprintf(", %d not tested", s.Skipped)
+	}
 	var cs []string
 	for c, k := range s.Classes {
 		if k != 0 {

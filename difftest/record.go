@@ -11,11 +11,15 @@ import (
 // Verdict is a case's outcome.
 type Verdict string
 
-// The two verdicts. A case that could not be run for the implementation's
-// own reasons (timeout, crash, launch error) fails with that class.
+// The verdicts. A case that could not be run for the implementation's
+// own reasons (timeout, crash, launch error) fails with that class. A
+// case the implementation does not offer at all (a serve program that does
+// not implement its kernel) is not tested: VerdictSkip, class unavailable,
+// neither passed nor failed.
 const (
 	VerdictPass Verdict = "pass"
 	VerdictFail Verdict = "fail"
+	VerdictSkip Verdict = "skip"
 )
 
 // Record is the result of one case under one implementation: everything
@@ -73,6 +77,7 @@ type Summary struct {
 	Type    string        `json:"type"` // "summary"
 	Passed  int           `json:"passed"`
 	Failed  int           `json:"failed"`
+	Skipped int           `json:"skipped,omitempty"` // not tested (VerdictSkip)
 	Classes map[Class]int `json:"classes,omitempty"` // failures per class
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Aborted string        `json:"aborted,omitempty"` // why the run stopped early, if it did
@@ -80,6 +85,10 @@ type Summary struct {
 
 // Add counts one record.
 func (s *Summary) Add(r *Record) {
+	if r.Verdict == VerdictSkip {
+		s.Skipped++
+		return
+	}
 	if !r.Failed() {
 		s.Passed++
 		return

@@ -45,7 +45,12 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -120,6 +125,10 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 			if r.Failed() {
 				jc.Failure = &junitFailure{Message: SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
 				s.Failures++
+			}
+			if r.Verdict == VerdictSkip {
+				jc.Skipped = &junitSkipped{Message: SafeLine(string(r.Class) + ": " + r.Message)}
+				s.Skipped++
 			}
 			if len(r.Warnings) > 0 {
 				ws := make([]string, len(r.Warnings))

@@ -18,8 +18,11 @@ import (
 // report file) is escaped with SafeText.
 func tableCells(r *Record, seeds bool) []string {
 	status, class := "ok", "-"
-	if r.Failed() {
+	switch {
+	case r.Failed():
 		status, class = "FAIL", string(r.Class)
+	case r.Verdict == VerdictSkip:
+		status, class = "skip", string(r.Class)
 	}
 	metric := r.KeyMetric
 	if metric == "" {
@@ -184,6 +187,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 // WHY, which a report file read back may carry, are escaped (SafeText).
 func SummaryLine(s Summary) string {
 	line := fmt.Sprintf("%d passed, %d failed", s.Passed, s.Failed)
+	if s.Skipped > 0 {
+		line += fmt.Sprintf(", %d not tested", s.Skipped)
+	}
 	if len(s.Classes) > 0 {
 		classes := make([]string, 0, len(s.Classes))
 		for c := range s.Classes {

@@ -243,3 +243,29 @@ func TestKeyMetric(t *testing.T) {
 		}
 	}
 }
+
+// A case the implementation does not offer is "skip" in the table, a
+// <skipped> testcase in JUnit, and counted apart in the summary.
+func TestSkippedCaseReports(t *testing.T) {
+	rec := &Record{Type: "case", Case: "norm_rope_store/x", Kernel: "norm_rope_store", Verdict: VerdictSkip, Class: Unavailable, Message: "the serve program implements topk_transform, not norm_rope_store", WallTime: time.Millisecond}
+	pass := &Record{Type: "case", Case: "topk_transform/y", Kernel: "topk_transform", Verdict: VerdictPass, WallTime: time.Millisecond}
+	var sum Summary
+	sum.Add(rec)
+	sum.Add(pass)
+	rep := &Report{Header: Header{Suite: "s", Seed: 1}, Records: []*Record{rec, pass}, Summary: &sum}
+	var tb, jb strings.Builder
+	if err := WriteTable(&tb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tb.String(), "skip    norm_rope_store/x  unavailable") || !strings.Contains(tb.String(), "1 passed, 0 failed, 1 not tested") {
+		t.Errorf("table:\n%s", tb.String())
+	}
+	if err := WriteJUnit(&jb, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`skipped="1"`, `<skipped message="unavailable: the serve program implements topk_transform, not norm_rope_store">`, `failures="0"`} {
+		if !strings.Contains(jb.String(), want) {
+			t.Errorf("JUnit lacks %s:\n%s", want, jb.String())
+		}
+	}
+}

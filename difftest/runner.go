@@ -124,6 +124,7 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		rec.Verdict, rec.Class, rec.Message = VerdictFail, class, msg
 	}
 
+	var skipped *RunError // the implementation does not offer this case
 	// One run: returns the outputs, or records the failure and returns nil.
 	runOnce := func(p Poison) ([]*Tensor, error) {
 		bufs := NewBuffers(c, p)
@@ -141,6 +142,10 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		}
 		if rerr != nil {
 			if rerr.Class == Unavailable {
+				if rerr.Skip {
+					skipped = rerr
+					return nil, nil
+				}
 				return nil, rerr
 			}
 			fail(rerr.Class, rerr.Msg)
@@ -163,6 +168,11 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	}
 
 	got, err := runOnce(PoisonA)
+	if skipped != nil {
+		reference()
+		rec.Verdict, rec.Class, rec.Message = VerdictSkip, Unavailable, skipped.Msg
+		return out, nil
+	}
 	if err != nil || got == nil {
 		// Drain the reference so it does not outlive the case.
 		if _, rerr := reference(); rerr != nil && err == nil {

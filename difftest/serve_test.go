@@ -304,3 +304,34 @@ func serveBench(b *testing.B, nbytes int) {
 		}
 	}
 }
+
+// The cases of a kernel the program does not implement are not tested
+// (skip, class unavailable) and the others run; a run where no case could
+// be tested exits 125, one with passes and skips 0.
+func TestServeUnimplementedKernel(t *testing.T) {
+	bin := serveBuild(t)
+	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impl.Close()
+	items := serveItems(t, `^topk_transform/lengths-k512$|^norm_rope_store/gaussian/v4/N=96/P=64$`)
+	recs, sum, err := serveRun(t, impl, items, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recs["norm_rope_store/gaussian/v4/N=96/P=64"]
+	if r == nil || r.Verdict != difftest.VerdictSkip || r.Class != difftest.Unavailable || !strings.Contains(r.Message, "implements topk_transform, not norm_rope_store") {
+		t.Fatalf("store case: %+v", r)
+	}
+	if sum.Passed != 1 || sum.Failed != 0 || sum.Skipped != 1 || difftest.ExitCode(sum, nil) != difftest.ExitPass {
+		t.Fatalf("summary %+v, exit %d", sum, difftest.ExitCode(sum, nil))
+	}
+	if line := difftest.SummaryLine(sum); !strings.HasPrefix(line, "1 passed, 0 failed, 1 not tested") {
+		t.Errorf("summary line %q", line)
+	}
+	_, sum, err = serveRun(t, impl, serveItems(t, `^norm_rope_store/gaussian/v4/`), time.Minute)
+	if err != nil || sum.Skipped < 2 || sum.Passed != 0 || difftest.ExitCode(sum, nil) != difftest.ExitUntestable {
+		t.Fatalf("all skipped: %v %+v, exit %d", err, sum, difftest.ExitCode(sum, nil))
+	}
+}
