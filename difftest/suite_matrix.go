@@ -68,6 +68,7 @@ type matrixAxis struct {
 	tables   bool             // the values are tables of settings
 	settings []map[string]any // per value: setting key → value
 	labels   []string         // per value, tables only: the entry's name, or ""
+	named    bool             // tables whose entries have names: {key} in the name template is the entry's name
 	keys     []string         // every setting key the axis sets, in first-seen order
 }
 
@@ -122,9 +123,8 @@ var reservedMatrixKeys = map[string]bool{"kernel": true, "name": true, "params":
 //     and plain values, a table entry with a key of the case itself, or
 //     a name that is not a non-empty string;
 //   - two axes setting one key;
-//   - an axis of tables named like a setting, or whose entries are named
-//     while the name template has no {AXIS} (or used in the template
-//     while an entry has no name);
+//   - a list of tables where some entries have a name and some do not,
+//     or whose entries have names while the name template has no {KEY};
 //   - more than MaxMatrixCases combinations;
 //   - a name template error (renderName).
 func expandEntry(e suiteEntry, order []string) ([]expandedCase, error) {
@@ -174,29 +174,26 @@ func expandEntry(e suiteEntry, order []string) ([]expandedCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ax := range axes {
-		if !ax.tables {
-			continue
-		}
-		if _, clash := setBy[ax.key]; clash || ax.key == "family" {
-			return nil, matrixErrorf("%s: a list of tables names its entries with {%s} in the case name, so it must not also be a setting; rename the matrix key", ax.key, ax.key)
-		}
+	for a := range axes {
+		ax := &axes[a]
 		named := 0
 		for _, l := range ax.labels {
 			if l != "" {
 				named++
 			}
 		}
-		switch {
-		case used[ax.key] && named < len(ax.labels):
-			for i, l := range ax.labels {
-				if l == "" {
-					return nil, matrixErrorf("%s: entry %d has no name, but the case name uses {%s}", ax.key, i+1, ax.key)
-				}
+		if named == 0 {
+			continue
+		}
+		for i, l := range ax.labels {
+			if l == "" {
+				return nil, matrixErrorf("%s: entry %d has no name; name every entry of the list or none", ax.key, i+1)
 			}
-		case !used[ax.key] && named > 0:
+		}
+		if !used[ax.key] {
 			return nil, matrixErrorf("%s: its entries have names, but the case name has no {%s}", ax.key, ax.key)
 		}
+		ax.named = true
 	}
 	out := make([]expandedCase, 0, total)
 	idx := make([]int, len(axes))
@@ -216,8 +213,10 @@ func expandEntry(e suiteEntry, order []string) ([]expandedCase, error) {
 				}
 				params[k] = v
 			}
-			if ax.tables {
+			if ax.named {
 				labels[ax.key] = ax.labels[idx[a]]
+			}
+			if ax.tables {
 				combo = append(combo, fmt.Sprintf("%s entry %d", ax.key, idx[a]+1))
 			} else {
 				combo = append(combo, fmt.Sprintf("%s = %s", ax.key, tomlString(ax.settings[idx[a]][ax.key])))
@@ -356,7 +355,8 @@ func templateKeys(tmpl string) (map[string]bool, error) {
 }
 
 // renderName replaces every {KEY} of the name template tmpl: a matrix key
-// of tables by the name of the chosen entry (labels), family by the
+// whose tables have names by the name of the chosen entry (labels; this
+// wins over a parameter of the same name), family by the
 // case's family, any other key by the value of that parameter, written as
 // in the suite file but without quotes: a string as it is, an integer in
 // decimal, a float in Go's shortest form, a boolean as true or false, a

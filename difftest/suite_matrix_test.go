@@ -251,12 +251,12 @@ func TestParseSuiteMatrixErrors(t *testing.T) {
 		{"family not a string", "[[case]]\nkernel = \"fake_scatter\"\nname = \"r-{family}\"\n[case.matrix]\nfamily = [1]\n",
 			`suite bad.toml: case fake_scatter/r-{family}: matrix: family: value 1 must be a string, got 1`, true},
 		// Labels of tables.
-		{"tables named like a setting", head + "name = \"r-{n}\"\n[case.matrix]\nn = [{name = \"a\", n = 1}]\n",
-			`suite bad.toml: case fake_scatter/r-{n}: matrix: n: a list of tables names its entries with {n} in the case name, so it must not also be a setting; rename the matrix key`, true},
 		{"named entries, no key in the name", head + "name = \"r-{n}\"\n[case.matrix]\ns = [{name = \"a\", n = 1}, {name = \"b\", n = 2}]\n",
 			`suite bad.toml: case fake_scatter/r-{n}: matrix: s: its entries have names, but the case name has no {s}`, true},
-		{"unnamed entry, key in the name", head + "name = \"r-{s}\"\n[case.matrix]\ns = [{name = \"a\", n = 1}, {n = 2}]\n",
-			`suite bad.toml: case fake_scatter/r-{s}: matrix: s: entry 2 has no name, but the case name uses {s}`, true},
+		{"some entries named", head + "name = \"r-{n}\"\n[case.matrix]\ns = [{name = \"a\", n = 1}, {n = 2}]\n",
+			`suite bad.toml: case fake_scatter/r-{n}: matrix: s: entry 2 has no name; name every entry of the list or none`, true},
+		{"unnamed tables, key in the name", head + "name = \"r-{s}\"\n[case.matrix]\ns = [{n = 1}, {n = 2}]\n",
+			`suite bad.toml: case fake_scatter/r-{s}: matrix: name "r-{s}": unknown template key {s} (keys: family, n)`, true},
 		// Found on the expanded cases.
 		{"duplicate ids", head + "name = \"r\"\n[case.matrix]\nn = [1, 2]\n",
 			`suite bad.toml: case fake_scatter/r: duplicate case name ([case.matrix] n = 1 and [case.matrix] n = 2 give it: the name template must tell every combination apart)`, false},
@@ -315,5 +315,35 @@ func TestParseSuiteMatrixBound(t *testing.T) {
 	_, err = ParseSuite("big.toml", []byte(strings.Replace(text, "199]", "199, 200]", 1)))
 	if !errors.Is(err, ErrMatrix) || !strings.Contains(err.Error(), "matrix: more than 10000 combinations (MaxMatrixCases)") {
 		t.Errorf("ParseSuite(100×101) = %v", err)
+	}
+}
+
+// {KEY} of a list of named tables is the entry's name, even where the
+// entries also set a parameter KEY; a list of unnamed tables is not a
+// template key itself, but the parameters it sets are.
+func TestParseSuiteMatrixLabels(t *testing.T) {
+	const text = `
+[[case]]
+kernel = "fake_scatter"
+family = "random"
+name = "{n}/{slots}"
+[case.matrix]
+n = [{name = "four", n = 4}, {name = "eight", n = 8, slots = 64}]
+shape = [{slots = 16}]
+`
+	_, err := ParseSuite("l.toml", []byte(text))
+	// slots is set by both n's second entry and shape.
+	if err == nil || err.Error() != `suite l.toml: case fake_scatter/{n}/{slots}: matrix: shape: param slots is also set by matrix key n; each setting comes from one key` {
+		t.Fatalf("ParseSuite = %v", err)
+	}
+	cases, err := ParseSuite("l.toml", []byte(strings.Replace(text, ", slots = 64", ", invalid = false", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(cases), []string{"fake_scatter/four/16", "fake_scatter/eight/16"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ids %q, want %q", got, want)
+	}
+	if p := cases[1].Spec.Params; !reflect.DeepEqual(p, map[string]any{"n": int64(8), "invalid": false, "slots": int64(16)}) {
+		t.Errorf("params of eight/16: %v", p)
 	}
 }
