@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite decodes one of this kernel's suite files directly, so the test
-// does not depend on the harness.
+// loadSuite reads one of this kernel's suite files with the harness's
+// parser (difftest.ParseSuite: [case.matrix] tables come back expanded,
+// in suite order; unknown keys and duplicates are errors).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
 	path := filepath.Join("..", "..", "fixtures", "suites", name, "topk.toml")
@@ -21,26 +20,18 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Case []difftest.CaseSpec `toml:"case"`
-	}
-	md, err := toml.Decode(string(data), &f)
+	cases, err := difftest.ParseSuite(path, data)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatal(err)
 	}
-	for _, k := range md.Undecoded() {
-		if len(k) < 2 || k[1] != "params" {
-			t.Fatalf("%s: unknown key %s", path, k)
+	var specs []difftest.CaseSpec
+	for _, sc := range cases {
+		if sc.Spec.Kernel != KernelName {
+			t.Fatalf("%s: case %q: kernel %q", path, sc.Spec.Name, sc.Spec.Kernel)
 		}
+		specs = append(specs, sc.Spec)
 	}
-	seen := map[string]bool{}
-	for _, s := range f.Case {
-		if s.Kernel != KernelName || seen[s.Name] {
-			t.Fatalf("%s: case %q: wrong kernel or duplicate name", path, s.Name)
-		}
-		seen[s.Name] = true
-	}
-	return f.Case
+	return specs
 }
 
 // TestSuitesCatchMutants drives each suite the way the harness does
