@@ -186,3 +186,78 @@ func TestMutantsOneFault(t *testing.T) {
 		}
 	}
 }
+
+// servingShapes reports what a case's seq_lens hold, as serving engines
+// batch rows (DESIGN.md §3): the longest stretch of neighbouring rows of
+// one length (a decode batch), and the longest stretch of neighbouring
+// rows of consecutive lengths L0+1, L0+2, … that all exceed K (a prefill
+// chunk with L0 ≥ K).
+func servingShapes(c *difftest.Case) (decode, prefill int) {
+	lens := seqLens(c)
+	K := c.Params.(*Params).K
+	same, step := 1, 1
+	if len(lens) > 0 && lens[0] > K {
+		prefill = 1
+	}
+	for b := 1; b < len(lens); b++ {
+		if lens[b] == lens[b-1] {
+			same++
+		} else {
+			same = 1
+		}
+		switch {
+		case lens[b] == lens[b-1]+1 && lens[b-1] > K:
+			step++
+		case lens[b] > K:
+			step = 1
+		default:
+			step = 0
+		}
+		decode, prefill = max(decode, same), max(prefill, step)
+	}
+	return decode, prefill
+}
+
+// The default suite holds, for every entry point K, a decode batch (≥ 64
+// neighbouring rows of one length), a prefill chunk (≥ 64 rows of
+// consecutive lengths above K) and a case with both; quick holds one case
+// with both. Counted on the drawn seq_lens, not on the suite text.
+func TestSuitesServingShapes(t *testing.T) {
+	for _, suite := range []string{"default", "quick"} {
+		if suite == "default" && testing.Short() {
+			continue
+		}
+		type has struct{ decode, prefill, mix bool }
+		byK := map[int]*has{}
+		for _, spec := range loadSuite(t, suite) {
+			c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			K := c.Params.(*Params).K
+			if byK[K] == nil {
+				byK[K] = &has{}
+			}
+			d, p := servingShapes(c)
+			h := byK[K]
+			h.decode = h.decode || d >= 64
+			h.prefill = h.prefill || p >= 64
+			h.mix = h.mix || (d >= 4 && p >= 4)
+		}
+		if suite == "quick" {
+			mix := false
+			for _, h := range byK {
+				mix = mix || h.mix
+			}
+			if !mix {
+				t.Errorf("quick: no case with both a decode run and a prefill chunk")
+			}
+			continue
+		}
+		for _, K := range EntryPointKs {
+			if h := byK[K]; h == nil || !h.decode || !h.prefill || !h.mix {
+				t.Errorf("default, K = %d: decode batch, prefill chunk, mix = %+v; want all three", K, h)
+			}
+		}
+	}
+}
