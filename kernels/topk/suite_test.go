@@ -218,8 +218,8 @@ func servingShapes(c *difftest.Case) (decode, prefill int) {
 	return decode, prefill
 }
 
-// The default suite holds, for every entry point K, a decode batch (≥ 64
-// neighbouring rows of one length), a prefill chunk (≥ 64 rows of
+// The default suite holds, for every entry point K, a decode batch (≥ 32
+// neighbouring rows of one length), a prefill chunk (≥ 32 rows of
 // consecutive lengths above K) and a case with both; quick holds one case
 // with both. Counted on the drawn seq_lens, not on the suite text.
 func TestSuitesServingShapes(t *testing.T) {
@@ -240,8 +240,8 @@ func TestSuitesServingShapes(t *testing.T) {
 			}
 			d, p := servingShapes(c)
 			h := byK[K]
-			h.decode = h.decode || d >= 64
-			h.prefill = h.prefill || p >= 64
+			h.decode = h.decode || d >= 32
+			h.prefill = h.prefill || p >= 32
 			h.mix = h.mix || (d >= 4 && p >= 4)
 		}
 		if suite == "quick" {
