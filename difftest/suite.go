@@ -118,7 +118,7 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		if e.Name == "" || e.Kernel == "" {
 			return nil, &SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
 		}
-		cases, err := expandEntry(e, orders[i])
+		cases, err := expandEntry(e, orders[i], MaxSuiteCases-len(specs))
 		if err != nil {
 			return nil, &SuiteError{File: file, Case: e.Kernel + "/" + e.Name, Err: err}
 		}

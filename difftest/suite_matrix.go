@@ -35,6 +35,12 @@ import (
 // for 100^10 cases.
 const MaxMatrixCases = 10000
 
+// MaxSuiteCases bounds the number of cases one suite file expands into,
+// its matrices and written-out cases together, checked before each
+// [[case]] is expanded: with MaxMatrixCases alone, a file of a thousand
+// small matrix tables could still ask for ten million cases.
+const MaxSuiteCases = 100000
+
 // ErrMatrix is the sentinel every matrix or name-template error of a
 // suite file wraps (errors.Is(err, ErrMatrix)); the *SuiteError around it
 // names the file and the case as written (its name template).
@@ -125,12 +131,16 @@ var reservedMatrixKeys = map[string]bool{"kernel": true, "name": true, "params":
 //   - two axes setting one key;
 //   - a list of tables where some entries have a name and some do not,
 //     or whose entries have names while the name template has no {KEY};
-//   - more than MaxMatrixCases combinations;
+//   - more than MaxMatrixCases combinations, or more cases than budget,
+//     what is left of the file's MaxSuiteCases;
 //   - a name template error (renderName).
-func expandEntry(e suiteEntry, order []string) ([]expandedCase, error) {
+func expandEntry(e suiteEntry, order []string, budget int) ([]expandedCase, error) {
 	if len(e.Matrix) == 0 {
 		if e.Matrix != nil {
 			return nil, matrixErrorf("[case.matrix] is empty: give at least one key with a list of values, or leave the table out")
+		}
+		if budget < 1 {
+			return nil, matrixErrorf("the file has more than %d cases (MaxSuiteCases); split it", MaxSuiteCases)
 		}
 		name, err := renderName(e.Name, e.Family, e.Params, nil)
 		if err != nil {
@@ -169,6 +179,9 @@ func expandEntry(e suiteEntry, order []string) ([]expandedCase, error) {
 			return nil, matrixErrorf("more than %d combinations (MaxMatrixCases); split the case", MaxMatrixCases)
 		}
 		total *= len(ax.settings)
+	}
+	if total > budget {
+		return nil, matrixErrorf("the file expands into more than %d cases (MaxSuiteCases); this [[case]] alone gives %d", MaxSuiteCases, total)
 	}
 	used, err := templateKeys(e.Name)
 	if err != nil {

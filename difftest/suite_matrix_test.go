@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -177,7 +178,7 @@ func TestExpandEntryNames(t *testing.T) {
 			"v":       []any{map[string]any{"name": "v4/ue8m0", "preset": "v4", "scale_fmt": "ue8m0"}},
 		},
 	}
-	got, err := expandEntry(e, []string{"lengths", "v"})
+	got, err := expandEntry(e, []string{"lengths", "v"}, MaxSuiteCases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +346,33 @@ shape = [{slots = 16}]
 	}
 	if p := cases[1].Spec.Params; !reflect.DeepEqual(p, map[string]any{"n": int64(8), "invalid": false, "slots": int64(16)}) {
 		t.Errorf("params of eight/16: %v", p)
+	}
+}
+
+// A file of many matrices stops at MaxSuiteCases cases in all, before the
+// [[case]] that would pass it is expanded, within a second.
+func TestParseSuiteMaxSuiteCases(t *testing.T) {
+	var ns []string
+	for i := range 100 {
+		ns = append(ns, strconv.Itoa(i))
+	}
+	list := "[" + strings.Join(ns, ", ") + "]"
+	var b strings.Builder
+	for i := range 12 { // 12 × 10,000 > MaxSuiteCases
+		fmt.Fprintf(&b, "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"f%d-{n}-{slots}\"\n[case.matrix]\nn = %s\nslots = %s\n", i, list, list)
+	}
+	start := time.Now()
+	_, err := ParseSuite("many.toml", []byte(b.String()))
+	want := "suite many.toml: case fake_scatter/f10-{n}-{slots}: matrix: the file expands into more than 100000 cases (MaxSuiteCases); this [[case]] alone gives 10000"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrMatrix) {
+		t.Errorf("err  %v\nwant %s", err, want)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v", d)
+	}
+	// A written-out case past the bound is refused too.
+	e := suiteEntry{Kernel: "fake_scatter", Family: "ramp", Name: "one"}
+	if _, err := expandEntry(e, nil, 0); err == nil || !strings.Contains(err.Error(), "more than 100000 cases (MaxSuiteCases)") {
+		t.Errorf("expandEntry(budget 0) = %v", err)
 	}
 }
