@@ -101,13 +101,13 @@ func matrixOrders(md toml.MetaData, entries []suiteEntry) ([][]string, error) {
 	for i, e := range entries {
 		n := len(e.Matrix)
 		if n > len(seq) {
-			return nil, fmt.Errorf("case #%d: cannot tell the order of the [case.matrix] keys; write them as a [case.matrix] table", i+1)
+			return nil, matrixErrorf("case #%d: cannot tell the order of the [case.matrix] keys; write them as a [case.matrix] table", i+1)
 		}
 		order := seq[:n]
 		seq = seq[n:]
 		for _, k := range order {
 			if _, ok := e.Matrix[k]; !ok {
-				return nil, fmt.Errorf("case #%d: cannot tell the order of the [case.matrix] keys; write them as a [case.matrix] table", i+1)
+				return nil, matrixErrorf("case #%d: cannot tell the order of the [case.matrix] keys; write them as a [case.matrix] table", i+1)
 			}
 		}
 		orders[i] = order
@@ -229,11 +229,17 @@ func expandEntry(e suiteEntry, order []string, budget int) ([]expandedCase, erro
 			if ax.named {
 				labels[ax.key] = ax.labels[idx[a]]
 			}
-			if ax.tables {
+			switch {
+			case ax.named:
+				combo = append(combo, fmt.Sprintf("%s %q", ax.key, ax.labels[idx[a]]))
+			case ax.tables:
 				combo = append(combo, fmt.Sprintf("%s entry %d", ax.key, idx[a]+1))
-			} else {
+			default:
 				combo = append(combo, fmt.Sprintf("%s = %s", ax.key, tomlString(ax.settings[idx[a]][ax.key])))
 			}
+		}
+		if len(params) == 0 {
+			params = nil // as a written-out case without [case.params]
 		}
 		name, err := renderName(e.Name, family, params, labels)
 		if err != nil {

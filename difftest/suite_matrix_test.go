@@ -185,10 +185,10 @@ func TestExpandEntryNames(t *testing.T) {
 	want := []expandedCase{
 		{spec: CaseSpec{Kernel: "k", Family: "f", Name: "l1000-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
 			"eps": 1e-06, "on": true, "s": "neox", "lengths": []any{int64(1000)}, "preset": "v4", "scale_fmt": "ue8m0"}},
-			combo: "lengths = [1000], v entry 1"},
+			combo: `lengths = [1000], v "v4/ue8m0"`},
 		{spec: CaseSpec{Kernel: "k", Family: "f", Name: "l4500,10-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
 			"eps": 1e-06, "on": true, "s": "neox", "lengths": []any{int64(4500), int64(10)}, "preset": "v4", "scale_fmt": "ue8m0"}},
-			combo: "lengths = [4500, 10], v entry 1"},
+			combo: `lengths = [4500, 10], v "v4/ue8m0"`},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("expandEntry:\n got %+v\nwant %+v", got, want)
@@ -374,5 +374,25 @@ func TestParseSuiteMaxSuiteCases(t *testing.T) {
 	e := suiteEntry{Kernel: "fake_scatter", Family: "ramp", Name: "one"}
 	if _, err := expandEntry(e, nil, 0); err == nil || !strings.Contains(err.Error(), "more than 100000 cases (MaxSuiteCases)") {
 		t.Errorf("expandEntry(budget 0) = %v", err)
+	}
+}
+
+// A matrix that sets only the family gives cases without params, as
+// written out; a duplicate from named tables names the entries.
+func TestParseSuiteMatrixFamilyOnly(t *testing.T) {
+	m, err := ParseSuite("f.toml", []byte("[[case]]\nkernel = \"fake_scatter\"\nname = \"{family}\"\n[case.matrix]\nfamily = [\"ramp\", \"random\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ParseSuite("f.toml", []byte("[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"ramp\"\n[[case]]\nkernel = \"fake_scatter\"\nfamily = \"random\"\nname = \"random\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, w) {
+		t.Errorf("matrix %+v\nwritten %+v", m, w)
+	}
+	_, err = ParseSuite("f.toml", []byte("[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"x-{s}\"\n[case.matrix]\ns = [{name = \"a\", n = 1}, {name = \"a\", n = 2}]\n"))
+	if want := `suite f.toml: case fake_scatter/x-a: duplicate case name ([case.matrix] s "a" and [case.matrix] s "a" give it: the name template must tell every combination apart)`; err == nil || err.Error() != want {
+		t.Errorf("err  %v\nwant %s", err, want)
 	}
 }
