@@ -170,3 +170,29 @@ func (p *Params) Err() error {
 	}
 	return nil
 }
+
+// Tables returns the array of tables at key (TOML `key = [{a = 1}, {a =
+// 2}]`), each as the decoded map, or nil when absent. The kernel checks
+// the tables' own keys and values. A value that is not an array, or an
+// element that is not a table, is a type error naming its position.
+func (p *Params) Tables(key string) []map[string]any {
+	v, ok := p.get(key)
+	if !ok {
+		return nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		p.fail(key, "must be an array of tables, e.g. [{…}, {…}], got %v", v)
+		return nil
+	}
+	out := make([]map[string]any, len(arr))
+	for i, e := range arr {
+		t, ok := e.(map[string]any)
+		if !ok {
+			p.fail(key, "element %d must be a table {…}, got %v", i, e)
+			return nil
+		}
+		out[i] = t
+	}
+	return out
+}

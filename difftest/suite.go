@@ -10,6 +10,10 @@
 //	batch = 30
 //	lengths = [8191, 8192, 8193]
 //
+// A [[case]] with a [case.matrix] table stands for one case per
+// combination of the matrix's lists, its name a template such as
+// "needle-l{lengths}-k{K}" (suite_matrix.go).
+//
 // A named suite is every *.toml file in one folder of an fs.FS (the
 // embedded fixtures/suites/NAME/), read in lexical order.
 package difftest
@@ -67,17 +71,23 @@ type Suite struct {
 }
 
 type suiteFile struct {
-	Case []CaseSpec `toml:"case"`
+	Case []suiteEntry `toml:"case"`
 }
 
 // ParseSuite decodes one suite file and checks every case before any
-// runs: the TOML syntax, no key other than kernel, family, name and
-// params, a registered kernel, one of its families, a non-empty name
-// without spaces (it may hold "/": "gaussian/v32/N=9"), no repeated case
-// id within the file, and then, in file order, each case's parameters
-// (CheckCaseSpec), so a typo in the last case of a long suite stops the
-// run before its first case. Every error is a *SuiteError naming the
-// first offending case.
+// runs: the TOML syntax, no key other than kernel, family, name, params
+// and matrix, then each [[case]] expanded into its cases (one, or one per
+// combination of its [case.matrix] lists, first key outermost, with the
+// name rendered from its template; see suite_matrix.go and
+// fixtures/suites/README.md), then for every case a registered kernel,
+// one of its families, a non-empty name without spaces (it may hold "/":
+// "gaussian/v32/N=9"), no repeated case id within the file, and then, in
+// file order, each case's parameters (CheckCaseSpec), so a typo in the
+// last case of a long suite stops the run before its first case. The
+// cases come back in file order, a matrix's combinations where its
+// [[case]] stands. Every error is a *SuiteError naming the first
+// offending case (for a matrix or template error, the case as written:
+// kernel/name-template) and wrapping ErrMatrix for those.
 func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 	var sf suiteFile
 	md, err := toml.Decode(string(data), &sf)
@@ -89,22 +99,36 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		return nil, &SuiteError{File: file, Err: err}
 	}
 	for _, key := range md.Undecoded() {
-		// Keys under [case.params] are the kernel's to judge.
-		if len(key) >= 2 && key[0] == "case" && key[1] == "params" {
+		// Keys under [case.params] are the kernel's to judge, those under
+		// [case.matrix] expandEntry's.
+		if len(key) >= 2 && key[0] == "case" && (key[1] == "params" || key[1] == "matrix") {
 			continue
 		}
-		return nil, &SuiteError{File: file, Err: fmt.Errorf("unknown key %q (a case has kernel, family, name and [case.params])", key.String())}
+		return nil, &SuiteError{File: file, Err: fmt.Errorf("unknown key %q (a case has kernel, family, name, [case.params] and [case.matrix])", key.String())}
 	}
 	if len(sf.Case) == 0 {
 		return nil, &SuiteError{File: file, Err: errors.New("no [[case]] entries")}
 	}
-	out := make([]SuiteCase, 0, len(sf.Case))
-	seen := map[string]bool{}
-	for i, spec := range sf.Case {
-		id := spec.ID()
-		if spec.Name == "" || spec.Kernel == "" {
+	orders, err := matrixOrders(md, sf.Case)
+	if err != nil {
+		return nil, &SuiteError{File: file, Err: err}
+	}
+	var specs []expandedCase
+	for i, e := range sf.Case {
+		if e.Name == "" || e.Kernel == "" {
 			return nil, &SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
 		}
+		cases, err := expandEntry(e, orders[i], MaxSuiteCases-len(specs))
+		if err != nil {
+			return nil, &SuiteError{File: file, Case: e.Kernel + "/" + e.Name, Err: err}
+		}
+		specs = append(specs, cases...)
+	}
+	out := make([]SuiteCase, 0, len(specs))
+	seen := map[string]string{} // case id → the matrix combination that gave it
+	for _, ec := range specs {
+		spec := ec.spec
+		id := spec.ID()
 		if strings.IndexFunc(spec.Name, unicode.IsSpace) >= 0 || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0 {
 			return nil, &SuiteError{File: file, Case: id, Err: errors.New("name must not contain spaces or control characters")}
 		}
@@ -115,10 +139,13 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		if !contains(k.Families(), spec.Family) {
 			return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown family %q for %s (families: %s)", spec.Family, spec.Kernel, strings.Join(k.Families(), ", "))}
 		}
-		if seen[id] {
+		if prev, dup := seen[id]; dup {
+			if prev != "" || ec.combo != "" {
+				return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("duplicate case name (%s and %s give it: the name template must tell every combination apart)", orWritten(prev), orWritten(ec.combo))}
+			}
 			return nil, &SuiteError{File: file, Case: id, Err: errors.New("duplicate case name")}
 		}
-		seen[id] = true
+		seen[id] = ec.combo
 		out = append(out, SuiteCase{Spec: spec, File: file})
 	}
 	for _, sc := range out {
@@ -267,6 +294,15 @@ func (s *Suite) Items(sel Selection) []Item {
 		}
 	}
 	return items
+}
+
+// orWritten names where a case came from: its matrix combination, or
+// "a [[case]] written out" for a case without a matrix.
+func orWritten(combo string) string {
+	if combo == "" {
+		return "a [[case]] written out"
+	}
+	return "[case.matrix] " + combo
 }
 
 func kernelNames() []string {

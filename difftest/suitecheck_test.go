@@ -103,3 +103,29 @@ func TestCheckCaseSpec(t *testing.T) {
 		})
 	}
 }
+
+// Params.Tables reads an array of tables as decoded, and names the first
+// value that is not one.
+func TestParamsTables(t *testing.T) {
+	m := map[string]any{
+		"runs":  []any{map[string]any{"length": int64(8)}, map[string]any{}},
+		"bad":   []any{map[string]any{}, int64(3)},
+		"plain": int64(5),
+	}
+	p := NewParams("k/c", m)
+	got := p.Tables("runs")
+	if len(got) != 2 || got[0]["length"] != int64(8) || len(got[1]) != 0 {
+		t.Errorf("Tables(runs) = %v", got)
+	}
+	if p.Tables("absent") != nil {
+		t.Error("Tables(absent) is not nil")
+	}
+	if p.Tables("bad") != nil || p.Err() == nil || p.Err().Error() != `case k/c: param "bad": element 1 must be a table {…}, got 3` {
+		t.Errorf("Tables(bad): err %v", p.Err())
+	}
+	p = NewParams("k/c", m)
+	p.Tables("plain")
+	if err := p.Err(); err == nil || err.Error() != `case k/c: param "plain": must be an array of tables, e.g. [{…}, {…}], got 5` {
+		t.Errorf("Tables(plain): err %v", err)
+	}
+}

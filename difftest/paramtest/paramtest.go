@@ -15,11 +15,11 @@ import (
 )
 
 // readers are the difftest.Params methods whose first argument is a key.
-var readers = map[string]bool{"Int": true, "Ints": true, "Float": true, "Bool": true, "String": true}
+var readers = map[string]bool{"Int": true, "Ints": true, "Float": true, "Bool": true, "String": true, "Tables": true}
 
 // SourceParamKeys returns, sorted and without repeats, every string-literal
 // key passed as the first argument of a difftest.Params reader (Int, Ints,
-// Float, Bool, String) in the non-test Go files of dir. A key built at run
+// Float, Bool, String, Tables) in the non-test Go files of dir. A key built at run
 // time is not seen. Errors are those of listing or parsing the files.
 func SourceParamKeys(dir string) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -12,7 +12,7 @@ func TestSourceParamKeys(t *testing.T) {
 	}
 	// "N" once although read twice; "skip" is not a reader's key; the
 	// non-literal key and the _test.go file's key are not seen.
-	want := []string{"N", "preset"}
+	want := []string{"N", "preset", "runs"}
 	if !slices.Equal(got, want) {
 		t.Errorf("SourceParamKeys = %q, want %q", got, want)
 	}

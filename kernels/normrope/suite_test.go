@@ -5,17 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// suiteFile is the TOML layout of fixtures/suites/*/normrope.toml.
-type suiteFile struct {
-	Case []difftest.CaseSpec `toml:"case"`
-}
-
+// loadSuite reads fixtures/suites/NAME/normrope.toml with the harness's
+// parser (difftest.ParseSuite), so [case.matrix] tables come back
+// expanded, in suite order.
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
 	path := filepath.Join("..", "..", "fixtures", "suites", name, "normrope.toml")
@@ -23,24 +19,21 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f suiteFile
-	if _, err := toml.Decode(string(raw), &f); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	cases, err := difftest.ParseSuite(path, raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for _, s := range f.Case {
-		if s.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q, want %q", path, s.Name, s.Kernel, KernelName)
+	var specs []difftest.CaseSpec
+	for _, sc := range cases {
+		if sc.Spec.Kernel != KernelName {
+			t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, KernelName)
 		}
-		if seen[s.Name] {
-			t.Fatalf("%s: duplicate case name %q", path, s.Name)
-		}
-		seen[s.Name] = true
+		specs = append(specs, sc.Spec)
 	}
-	if len(f.Case) == 0 {
+	if len(specs) == 0 {
 		t.Fatalf("%s: no cases", path)
 	}
-	return f.Case
+	return specs
 }
 
 const canary = 0xA5

@@ -45,9 +45,14 @@ const (
 //
 //	K       int, required: number of picks, in [1, MaxK]
 //	P       int, default 64: page size, a power of two in [1, MaxPageSize]
-//	lengths []int, required: seq_lens, each in [0, MaxSeqLen]; row b has
-//	        length lengths[b mod len(lengths)]
-//	batch   int, default len(lengths): rows, in [1, MaxBatch]
+//	lengths []int, required unless runs is given: seq_lens, each in
+//	        [0, MaxSeqLen]; row b has length lengths[b mod len(lengths)]
+//	runs    [{length, rows, step}], instead of lengths: the batch as runs
+//	        of consecutive rows, rows[i] rows of lengths length[i],
+//	        length[i] + step[i], … (step default 0: a decode batch; 1: a
+//	        prefill chunk); see applyRuns (runs.go)
+//	batch   int, default len(lengths) or the runs' rows: rows, in
+//	        [1, MaxBatch]; with runs it must equal their rows
 //	stride  int, default max(lengths, 1): scores row stride, in
 //	        [max(lengths), MaxSeqLen]
 //	pages   string, default "distinct": identity, perm, distinct or large
@@ -166,6 +171,7 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	g.K = pr.Int("K", 0)
 	g.P = pr.Int("P", 64)
 	g.lengths = pr.Ints("lengths", nil)
+	runs := pr.Tables("runs")
 	g.Batch = pr.Int("batch", len(g.lengths))
 	g.Stride = pr.Int("stride", 0)
 	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesLarge)
@@ -177,13 +183,19 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	if err := pr.Err(); err != nil {
 		return nil, err
 	}
+	if runs != nil {
+		_, batchGiven := spec.Params["batch"]
+		if err := g.applyRuns(runs, batchGiven); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case g.K < 1:
 		return nil, badParam("K", "required, must be ≥ 1, got %d", g.K)
 	case g.P < 1 || g.P&(g.P-1) != 0:
 		return nil, badParam("P", "must be a power of two ≥ 1, got %d", g.P)
 	case len(g.lengths) == 0:
-		return nil, badParam("lengths", "required, at least one length")
+		return nil, badParam("lengths", "required (or runs), at least one length")
 	case g.Batch < 1 || g.Batch > MaxBatch:
 		return nil, badParam("batch", "must be in [1, %d], got %d", MaxBatch, g.Batch)
 	}

@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite decodes one of this kernel's suite files directly, so the test
-// does not depend on the harness.
+// loadSuite reads one of this kernel's suite files with the harness's
+// parser (difftest.ParseSuite: [case.matrix] tables come back expanded,
+// in suite order; unknown keys and duplicates are errors).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
 	path := filepath.Join("..", "..", "fixtures", "suites", name, "topk.toml")
@@ -21,26 +20,18 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Case []difftest.CaseSpec `toml:"case"`
-	}
-	md, err := toml.Decode(string(data), &f)
+	cases, err := difftest.ParseSuite(path, data)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatal(err)
 	}
-	for _, k := range md.Undecoded() {
-		if len(k) < 2 || k[1] != "params" {
-			t.Fatalf("%s: unknown key %s", path, k)
+	var specs []difftest.CaseSpec
+	for _, sc := range cases {
+		if sc.Spec.Kernel != KernelName {
+			t.Fatalf("%s: case %q: kernel %q", path, sc.Spec.Name, sc.Spec.Kernel)
 		}
+		specs = append(specs, sc.Spec)
 	}
-	seen := map[string]bool{}
-	for _, s := range f.Case {
-		if s.Kernel != KernelName || seen[s.Name] {
-			t.Fatalf("%s: case %q: wrong kernel or duplicate name", path, s.Name)
-		}
-		seen[s.Name] = true
-	}
-	return f.Case
+	return specs
 }
 
 // TestSuitesCatchMutants drives each suite the way the harness does
@@ -191,6 +182,81 @@ func TestMutantsOneFault(t *testing.T) {
 			}
 			if r := Check(c, outs, want); r.Failed() != sh.wantFail {
 				t.Errorf("%s on %s %v: failed=%v (%s), want failed=%v", tt.mutant, sh.s.family, sh.s.params["lengths"], r.Failed(), r.Message, sh.wantFail)
+			}
+		}
+	}
+}
+
+// servingShapes reports what a case's seq_lens hold, as serving engines
+// batch rows (DESIGN.md §3): the longest stretch of neighbouring rows of
+// one length (a decode batch), and the longest stretch of neighbouring
+// rows of consecutive lengths L0+1, L0+2, … that all exceed K (a prefill
+// chunk with L0 ≥ K).
+func servingShapes(c *difftest.Case) (decode, prefill int) {
+	lens := seqLens(c)
+	K := c.Params.(*Params).K
+	same, step := 1, 1
+	if len(lens) > 0 && lens[0] > K {
+		prefill = 1
+	}
+	for b := 1; b < len(lens); b++ {
+		if lens[b] == lens[b-1] {
+			same++
+		} else {
+			same = 1
+		}
+		switch {
+		case lens[b] == lens[b-1]+1 && lens[b-1] > K:
+			step++
+		case lens[b] > K:
+			step = 1
+		default:
+			step = 0
+		}
+		decode, prefill = max(decode, same), max(prefill, step)
+	}
+	return decode, prefill
+}
+
+// The default suite holds, for every entry point K, a decode batch (≥ 32
+// neighbouring rows of one length), a prefill chunk (≥ 32 rows of
+// consecutive lengths above K) and a case with both; quick holds one case
+// with both. Counted on the drawn seq_lens, not on the suite text.
+func TestSuitesServingShapes(t *testing.T) {
+	for _, suite := range []string{"default", "quick"} {
+		if suite == "default" && testing.Short() {
+			continue
+		}
+		type has struct{ decode, prefill, mix bool }
+		byK := map[int]*has{}
+		for _, spec := range loadSuite(t, suite) {
+			c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			K := c.Params.(*Params).K
+			if byK[K] == nil {
+				byK[K] = &has{}
+			}
+			d, p := servingShapes(c)
+			h := byK[K]
+			h.decode = h.decode || d >= 32
+			h.prefill = h.prefill || p >= 32
+			h.mix = h.mix || (d >= 4 && p >= 4)
+		}
+		if suite == "quick" {
+			mix := false
+			for _, h := range byK {
+				mix = mix || h.mix
+			}
+			if !mix {
+				t.Errorf("quick: no case with both a decode run and a prefill chunk")
+			}
+			continue
+		}
+		for _, K := range EntryPointKs {
+			if h := byK[K]; h == nil || !h.decode || !h.prefill || !h.mix {
+				t.Errorf("default, K = %d: decode batch, prefill chunk, mix = %+v; want all three", K, h)
 			}
 		}
 	}
