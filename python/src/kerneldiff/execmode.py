@@ -24,7 +24,7 @@ import numpy as np
 
 from . import registry
 from .contracts import lookup, output_specs
-from .device import Runner, Slot
+from .device import DeviceError, Runner, Slot
 from .dtypes import numpy_dtype
 from .registry import ContractError
 from .stfile import Tensor, read_file, write_file
@@ -163,6 +163,9 @@ def exec_main(in_path: str, out_path: str, device: Optional[str] = None) -> int:
     except ContractError as e:
         print(f"exec: {e}", file=sys.stderr)
         return 1
+    except DeviceError as e:
+        print(f"exec: {e}", file=sys.stderr)
+        return 2
     except Exception:
         traceback.print_exc()
         return 1

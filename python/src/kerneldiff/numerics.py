@@ -125,8 +125,9 @@ def e4m3fn_from_f32(x: np.ndarray) -> np.ndarray:
     # which is code 0x08, the smallest normal: the two ranges join seamlessly.
     with np.errstate(invalid="ignore", over="ignore"):
         small = np.rint(np.abs(a) * np.float32(512.0))
-    small_codes = np.where(np.isfinite(small), small, 0).astype(np.int64)
-    code = np.where(mag_bits < 0x3C800000, small_codes, normal)  # 0x3C800000 = 2**-6
+    is_small = mag_bits < 0x3C800000  # 0x3C800000 = 2**-6
+    small_codes = np.where(is_small, small, 0).astype(np.int64)
+    code = np.where(is_small, small_codes, normal)
     code = np.minimum(code, 0x7E).astype(np.uint8)
     out = sign | code
     return np.where(mag_bits > 0x7F800000, np.uint8(0x7F), out).astype(np.uint8)
