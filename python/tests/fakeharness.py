@@ -15,6 +15,7 @@ import select
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -60,12 +61,13 @@ class Server:
         e["KD_SERVE_PROTOCOL"] = "1"
         if env:
             e.update(env)
+        self.err = tempfile.TemporaryFile()  # a file, not a pipe: a chatty program never blocks
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _LAUNCH, str(self.req_r), str(self.rep_w), str(self.memfd), *args],
             pass_fds=(self.req_r, self.rep_w, self.memfd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self.err,
             env=e,
             cwd=cwd,
             start_new_session=True,
@@ -120,12 +122,16 @@ class Server:
 
     def wait(self, timeout: float = 10.0) -> Tuple[int, str]:
         try:
-            _, err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate()
+            self.proc.wait()
             raise
-        return self.proc.returncode, err.decode(errors="replace")
+        return self.proc.returncode, self.stderr()
+
+    def stderr(self) -> str:
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
 
     def __enter__(self) -> "Server":
         return self
@@ -138,8 +144,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        self.err.close()
         os.close(self.rep_r)
         self.mm.close()
         os.close(self.memfd)
