@@ -44,3 +44,8 @@ def writes_input(a, b, **params):
 @kerneldiff.implements("reshape", outputs=_copy_outputs)
 def reshape(a, b, **params):
     b.shape = (1, b.size)
+
+
+@kerneldiff.implements("rebinds", outputs=_copy_outputs)
+def rebinds(a, b, **params):
+    b = a * 2  # noqa: F841 -- the mistake under test: rebinding writes nothing

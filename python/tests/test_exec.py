@@ -135,3 +135,12 @@ def test_unknown_kernel_without_outputs_spec(tmp_path):
     write_in(inp, "mystery", {}, a=Tensor("F32", np.zeros(1, np.float32)))
     with pytest.raises(ExecError, match="register it with implements"):
         run_exec(str(inp), str(tmp_path / "o"))
+
+
+def test_exec_rebinding_hint(tmp_path):
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, "rebinds", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "output 'b' still holds only the poison byte 0xA5" in r.stderr

@@ -53,7 +53,7 @@ def test_version_text_and_hello_first():
     with Server([*SERVE, KERNELS, "--version", "my-kernels 0.3.1"]) as srv:
         hello = srv.recv()
         assert hello["version"].startswith("my-kernels 0.3.1 kerneldiff-py")
-        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape"])
+        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape", "rebinds"])
 
 
 def test_topk_round_trip_real_values():
@@ -289,3 +289,18 @@ def test_torch_cpu_round_trip(tmp_path):
         got = lay.read(srv, "page_indices")
         np.testing.assert_array_equal(got[:2], want[:2])
         assert set(got[2].tolist()) == sets[2]
+
+
+def test_rebinding_an_output_is_hinted_on_stderr():
+    with Server([*SERVE, KERNELS]) as srv:
+        srv.recv()
+        lay = Layout()
+        lay.input("a", "F32", np.ones(4, np.float32))
+        lay.output("b", "F32", (4,), poison=0x5A)
+        lay.write(srv)
+        srv.send(lay.request(srv, "rebinds", {}, case="t/rebind"))
+        assert srv.recv()["status"] == "ok"  # the harness classes it unwritten
+        srv.close_requests()
+        code, err = srv.wait()
+        assert code == 0
+        assert "seq 1 t/rebind: output 'b' still holds only the poison byte" in err

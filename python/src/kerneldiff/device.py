@@ -112,6 +112,28 @@ def _torch_view(a: np.ndarray, dtype: str) -> Any:
     return torch.from_numpy(a)
 
 
+def unwritten_outputs(kernel: str, outputs: Mapping[str, Slot]) -> list:
+    """Names of outputs whose bytes all still equal their guard's poison byte.
+
+    Outputs that are also inputs (``contracts`` in/out tensors) are left out:
+    they start from their prior content. Used for a hint on stderr (a
+    function that rebinds ``out = f(...)`` instead of filling ``out`` in
+    place leaves its output untouched); the harness's own check decides.
+    """
+    from .contracts import lookup
+
+    c = lookup(kernel)
+    inout = set(c.inout) if c is not None else set()
+    names = []
+    for n, s in outputs.items():
+        if n in inout or s.buffer is None or s.guard == 0 or s.view.nbytes == 0:
+            continue
+        poison = s.buffer[0]
+        if (s.buffer[s.guard : s.guard + s.view.nbytes] == poison).all():
+            names.append(n)
+    return names
+
+
 class Runner:
     """Runs implementations on one device; see the module docstring.
 

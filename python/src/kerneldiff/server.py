@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 import numpy as np
 
 from . import __version__, registry
-from .device import DeviceError, Runner, Slot
+from .device import DeviceError, Runner, Slot, unwritten_outputs
 from .dtypes import numpy_dtype
 from .protocol import (
     PROTOCOL,
@@ -177,6 +177,10 @@ class _Loop:
                 guard=t.guard,
             )
         ns = self.runner.run(impl, inputs, outputs, req.params)
+        for n in unwritten_outputs(req.kernel, outputs):
+            print(f"kerneldiff serve: seq {req.seq} {req.case}: output {n!r} still holds only the poison byte: "
+                  "fill outputs in place (out[...] = v, out.copy_(v)); rebinding or returning them writes nothing",
+                  file=self.err, flush=True)
         return {"type": "result", "seq": req.seq, "status": "ok", "kernel_time_ns": int(ns), "device": self.device}
 
     def run(self) -> int:
