@@ -49,6 +49,13 @@ def test_hello():
         assert srv.wait()[0] == 0
 
 
+def test_several_targets_one_server():
+    with Server([*SERVE, example("numpy_topk.py"), example("numpy_normrope.py")]) as srv:
+        assert srv.recv()["kernels"] == ["norm_rope_store", "topk_transform"]
+        srv.close_requests()
+        assert srv.wait()[0] == 0
+
+
 def test_version_text_and_hello_first():
     with Server([*SERVE, KERNELS, "--version", "my-kernels 0.3.1"]) as srv:
         hello = srv.recv()

@@ -1,7 +1,7 @@
 """``python -m kerneldiff serve|exec MODULE_OR_FILE ...``.
 
-serve MODULE_OR_FILE [--device D] [--version TEXT]
-    Import the target (its @kerneldiff.implements functions register
+serve MODULE_OR_FILE... [--device D] [--version TEXT]
+    Import the targets (their @kerneldiff.implements functions register
     themselves) and run the serve loop of protocol 1 on fds 3-5; started by
     ``difftest run --impl 'serve:python -m kerneldiff serve FILE'``.
 exec MODULE_OR_FILE IN OUT [--device D]
@@ -31,11 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kerneldiff", description="Serve or run kernels for the kerneldiff harness.")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve protocol 1 on fds 3-5 (started by difftest --impl serve:CMD)")
-    s.add_argument("target", metavar="MODULE_OR_FILE")
+    s.add_argument("targets", metavar="MODULE_OR_FILE", nargs="+", help="one or more; each registers its kernels")
     s.add_argument("--device", help="cpu, cuda or cuda:N for torch implementations (default $KD_DEVICE, else cpu)")
     s.add_argument("--version", dest="version_text", help="your own version text for the hello")
     e = sub.add_parser("exec", help="run one exec-protocol case: read IN, write OUT")
-    e.add_argument("target", metavar="MODULE_OR_FILE")
+    e.add_argument("targets", metavar="MODULE_OR_FILE", nargs=1)
     e.add_argument("inp", metavar="IN")
     e.add_argument("out", metavar="OUT")
     e.add_argument("--device", help="cpu, cuda or cuda:N for torch implementations (default $KD_DEVICE, else cpu)")
@@ -45,17 +45,19 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the CLI with `argv` (default ``sys.argv[1:]``); returns the exit status."""
     args = _parser().parse_args(argv)
-    try:
-        load_target(args.target)
-    except LoadError as e:
-        print(f"kerneldiff {args.cmd}: {e}", file=sys.stderr)
-        return 2
-    except Exception:
-        print(f"kerneldiff {args.cmd}: importing {args.target} failed:", file=sys.stderr)
-        traceback.print_exc()
-        return 2
+    for target in args.targets:
+        try:
+            load_target(target)
+        except LoadError as e:
+            print(f"kerneldiff {args.cmd}: {e}", file=sys.stderr)
+            return 2
+        except Exception:
+            print(f"kerneldiff {args.cmd}: importing {target} failed:", file=sys.stderr)
+            traceback.print_exc()
+            return 2
     if not registry.kernels():
-        print(f"kerneldiff {args.cmd}: {args.target} registers no kernel (decorate a function with @kerneldiff.implements(NAME))", file=sys.stderr)
+        print(f"kerneldiff {args.cmd}: {' '.join(args.targets)} registers no kernel "
+              "(decorate a function with @kerneldiff.implements(NAME))", file=sys.stderr)
         return 2
     if args.cmd == "exec":
         return exec_main(args.inp, args.out, args.device)
