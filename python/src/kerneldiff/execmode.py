@@ -1,0 +1,176 @@
+"""One case the exec way: ``python -m kerneldiff exec FILE IN OUT``.
+
+Reads ``IN`` (every input under its contract name, in/out tensors such as
+``cache`` with their prior content, ``__metadata__`` kernel, case, params as
+a JSON string), calls the same registered function the serve loop calls,
+and writes ``OUT`` with every output under its contract name with the exact
+dtype and shape (README "Writing an exec:CMD implementation").
+
+Outputs that are not in/out start filled with the poison byte 0xA5 (the
+harness's poison A) inside 4 KiB guard bands of the same byte; after the
+call the guards and the inputs are checked, so a write outside an output or
+into an input fails the run here with the tensor named, as the serve
+protocol's guard and input checks would.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from . import registry
+from .contracts import lookup, output_specs
+from .device import DeviceError, Runner, Slot, unwritten_outputs
+from .dtypes import numpy_dtype
+from .registry import ContractError
+from .stfile import Tensor, read_file, write_file
+
+__all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
+
+#: Byte that fills fresh outputs and guard bands.
+POISON = 0xA5
+#: Guard band bytes on each side of an output.
+GUARD = 4096
+
+
+class ExecError(Exception):
+    """A bad input file or a case this program cannot run (exit status 2),
+    or an implementation that broke a rule (exit status 1)."""
+
+    def __init__(self, msg: str, code: int = 2) -> None:
+        super().__init__(msg)
+        self.code = code
+
+
+def _guarded(dtype: str, shape: Tuple[int, ...], fill: Optional[np.ndarray]) -> Slot:
+    dt = numpy_dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    buf = np.full(nbytes + 2 * GUARD, POISON, dtype=np.uint8)
+    view = buf[GUARD : GUARD + nbytes].view(dt).reshape(shape)
+    if fill is not None:
+        view[...] = fill
+    return Slot("", dtype, view, buffer=buf, guard=GUARD)
+
+
+def _first_diff(a: np.ndarray, b: np.ndarray) -> int:
+    d = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
+    return int(d[0]) if d.size else -1
+
+
+def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[str, Any]:
+    """Run one exec-protocol case with the registered implementation.
+
+    Parameters
+    ----------
+    in_path, out_path : str
+        ``in.safetensors`` to read, ``out.safetensors`` to write.
+    device : str, optional
+        For torch implementations: ``cpu``, ``cuda``, ``cuda:N`` (default
+        ``KD_DEVICE``, else ``cpu``).
+
+    Returns
+    -------
+    dict
+        ``{"kernel", "case", "kernel_time_ns"}``, for the caller to print.
+
+    Raises
+    ------
+    ExecError
+        Code 2: unreadable file, missing metadata, params that are not a
+        JSON object, a kernel nobody registered, outputs this package cannot
+        derive. Code 1: the function wrote outside an output (a guard byte
+        changed) or wrote an input.
+    ContractError
+        The function broke the calling convention.
+    Exception
+        Whatever the function raised.
+    """
+    try:
+        tensors, meta = read_file(in_path)
+    except (OSError, ValueError) as e:
+        raise ExecError(f"exec: cannot read {in_path}: {e}") from None
+    kernel = meta.get("kernel")
+    if not kernel:
+        raise ExecError(f'exec: {in_path}: __metadata__["kernel"] is missing')
+    try:
+        params = json.loads(meta.get("params", "{}"))
+    except ValueError as e:
+        raise ExecError(f'exec: {in_path}: __metadata__["params"] is not JSON: {e}') from None
+    if not isinstance(params, dict):
+        raise ExecError(f'exec: {in_path}: __metadata__["params"] must be a JSON object')
+    impl = registry.get(kernel)
+    if impl is None:
+        raise ExecError(f"exec: kernel {kernel!r} is not implemented here (registered: {', '.join(registry.kernels()) or 'none'})")
+    shapes = {n: t.array.shape for n, t in tensors.items()}
+    try:
+        specs = output_specs(kernel, params, shapes, impl.outputs)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ExecError(f"exec: {kernel}: cannot derive the outputs: {e}") from None
+    contract = lookup(kernel)
+    inputs: Dict[str, Slot] = {}
+    saved: Dict[str, np.ndarray] = {}
+    out_names = {s.name for s in specs}
+    for n, t in tensors.items():
+        if n in out_names:
+            continue
+        if contract is not None and contract.input_dtype(n) not in (None, t.dtype):
+            raise ExecError(f"exec: {in_path}: tensor {n!r} is {t.dtype}, the contract says {contract.input_dtype(n)}")
+        inputs[n] = Slot(n, t.dtype, t.array)
+        saved[n] = t.array.copy()
+    outputs: Dict[str, Slot] = {}
+    for s in specs:
+        prior = None
+        if s.inout:
+            t = tensors.get(s.name)
+            if t is None or t.dtype != s.dtype or tuple(t.array.shape) != s.shape:
+                raise ExecError(f"exec: {in_path}: in/out tensor {s.name!r} must arrive as {s.dtype}{list(s.shape)}")
+            prior = t.array
+        slot = _guarded(s.dtype, s.shape, prior)
+        slot.name = s.name
+        outputs[s.name] = slot
+    runner = Runner(device, need_torch=impl.tensors == "torch")
+    ns = runner.run(impl, inputs, outputs, params)
+    for n, slot in outputs.items():
+        assert slot.buffer is not None
+        g = slot.guard
+        for side, band, base in (("before", slot.buffer[:g], -g), ("after", slot.buffer[len(slot.buffer) - g :], slot.view.nbytes)):
+            bad = np.flatnonzero(band != POISON)
+            if bad.size:
+                raise ExecError(
+                    f"exec: {kernel}: output {n!r}: a write outside the output, {side} it "
+                    f"(byte {base + int(bad[0])} relative to its start; guard class)",
+                    code=1,
+                )
+    for n, slot in inputs.items():
+        i = _first_diff(slot.view, saved[n])
+        if i >= 0:
+            raise ExecError(f"exec: {kernel}: input {n!r} was modified (first at byte {i}; input-modified class)", code=1)
+    for n in unwritten_outputs(kernel, outputs):
+        print(f"exec: {kernel}: output {n!r} still holds only the poison byte 0x{POISON:02X}: fill outputs in place "
+              "(out[...] = v, out.copy_(v)); rebinding or returning them writes nothing", file=sys.stderr)
+    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()})
+    return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
+
+
+def exec_main(in_path: str, out_path: str, device: Optional[str] = None) -> int:
+    """CLI body: :func:`run_exec`, a reason on stderr on failure; returns the exit status."""
+    try:
+        run_exec(in_path, out_path, device)
+    except ExecError as e:
+        print(str(e), file=sys.stderr)
+        return e.code
+    except ContractError as e:
+        print(f"exec: {e}", file=sys.stderr)
+        return 1
+    except DeviceError as e:
+        print(f"exec: {e}", file=sys.stderr)
+        return 2
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
+
