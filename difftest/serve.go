@@ -56,6 +56,10 @@ const (
 	ServeProtocolEnv = "KD_SERVE_PROTOCOL"
 )
 
+// serveErrorExitWait is how long an error reply waits for the program to
+// exit (as one does after a sticky CUDA error) before the next request.
+const serveErrorExitWait = 200 * time.Millisecond
+
 // The descriptors the program finds open.
 const (
 	serveRequestFD = 3
@@ -507,16 +511,27 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	for i, t := range osp {
 		copy(s.mem[t.Offset-t.Guard:], outs[i].Full)
 	}
+	var warnings []string
+	if s.p != nil {
+		select {
+		case <-s.p.done:
+			// It exited between requests (say, after reporting a sticky
+			// CUDA error): not this case's fault; a fresh one runs it.
+			warnings = append(warnings, "the serve program had exited after its last reply ("+s.p.death()+"); started again for this case")
+			warnings = append(warnings, s.drop()...)
+		default:
+		}
+	}
 	if s.p == nil {
 		if rerr := s.start(ctx); rerr != nil {
-			return RunInfo{}, rerr
+			return RunInfo{Warnings: warnings}, rerr
 		}
 	}
 	s.seq++
 	req := ServeRequest{Type: "run", Seq: s.seq, Kernel: c.Kernel, Case: c.ID, Params: MarshalParams(c), ShmSize: int64(len(s.mem)), Inputs: ins, Outputs: osp}
 	p := s.p
 	if err := WriteServeMessage(p.reqW, req); err != nil {
-		w := s.drop()
+		w := append(warnings, s.drop()...)
 		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program is gone before the request: " + p.death()}
 	}
 	var timeout <-chan time.Time
@@ -530,7 +545,7 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	select {
 	case m, ok = <-p.msgs:
 	case <-timeout:
-		w := s.drop()
+		w := append(warnings, s.drop()...)
 		return RunInfo{Warnings: w}, &RunError{Class: Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
 	case <-ctx.Done():
 		w := s.drop()
@@ -550,9 +565,18 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 		return RunInfo{Warnings: w}, rerr
 	}
 	if r.Status == "error" {
-		return RunInfo{}, &RunError{Class: Crash, Msg: "the program reported an error: " + captureOneLine(r.Message)}
+		// A program that cannot go on (a sticky CUDA error) replies, then
+		// exits: take it down now, so the next case starts a fresh one
+		// instead of finding it gone.
+		select {
+		case <-p.done:
+			warnings = append(warnings, "the serve program exited after reporting the error ("+p.death()+"); it is started again for the next case")
+			warnings = append(warnings, s.drop()...)
+		case <-time.After(serveErrorExitWait):
+		}
+		return RunInfo{Warnings: warnings}, &RunError{Class: Crash, Msg: "the program reported an error: " + captureOneLine(r.Message)}
 	}
-	info := RunInfo{KernelTime: time.Duration(r.KernelTimeNS)}
+	info := RunInfo{KernelTime: time.Duration(r.KernelTimeNS), Warnings: warnings}
 	for i, t := range osp {
 		copy(outs[i].Full, s.mem[t.Offset-t.Guard:t.Offset+t.NBytes+t.Guard])
 	}

@@ -117,6 +117,7 @@ func TestServeMisbehaviour(t *testing.T) {
 		{"oversize", difftest.BadOutput, "message length 2147483648", 0},
 		{"wrong-seq", difftest.Crash, "protocol error: reply for request 4 to request 3", 0},
 		{"error", difftest.Crash, "serveimpl: failing on purpose | second line", 0},
+		{"error-exit", difftest.Crash, "serveimpl: failing on purpose | second line", 0},
 		{"guard", difftest.Guard, "page_indices", 0},
 		{"write-input", difftest.InputModified, "scores", 0},
 	} {

@@ -22,6 +22,8 @@
 //	oversize     a reply whose length field claims 2 GiB
 //	wrong-seq    a reply for the next request's seq
 //	error        a reply with status "error"
+//	error-exit   a reply with status "error", then exit status 3 (what a
+//	             program does after a sticky CUDA error)
 //	guard        one byte written just past the first output
 //	write-input  the first input's first byte changed
 //	flood        50 MB on stderr, then the right answer
@@ -103,7 +105,7 @@ func main() {
 				time.Sleep(time.Hour)
 			case "wrong-seq":
 				reply.Seq++
-			case "error":
+			case "error", "error-exit":
 				reply.Status, reply.Message = "error", "serveimpl: failing on purpose\nsecond line"
 			case "flood":
 				line := strings.Repeat("x", 1023) + "\n"
@@ -131,6 +133,9 @@ func main() {
 		}
 		must(syscall.Munmap(mem))
 		must(difftest.WriteServeMessage(rep, reply))
+		if bad && *mode == "error-exit" {
+			os.Exit(3)
+		}
 	}
 }
 
