@@ -17,8 +17,9 @@ import (
 
 // Config describes one `difftest run`.
 type Config struct {
-	Suite    string // suite name or file, for records and replay commands
-	Items    []Item
+	Suite    string     // suite name or file, for records and replay commands
+	Items    []Item     // the items to run, when Source is nil
+	Source   ItemSource // when set, the items, produced one at a time as they run (Suite.Select)
 	Impl     Impl
 	ImplName string        // the --impl value, for records and replay commands
 	Timeout  time.Duration // per run of the implementation; 0 = none; negative is an error (Run)
@@ -71,7 +72,8 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 	return k, c, nil
 }
 
-// Run runs cfg.Items one after another and returns the summary. It stops
+// Run runs the items (cfg.Source, or else cfg.Items) one after another,
+// generating each case as it is reached, and returns the summary. It stops
 // early on FailFast, on a *SuiteError (exit 2), on an implementation that
 // reports itself Unavailable (a *RunError, exit 125 unless a case already
 // failed), on an *InternalError (exit 125), or when ctx is cancelled. The
@@ -91,7 +93,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
-	for n, it := range cfg.Items {
+	src := cfg.Source
+	if src == nil {
+		src = ItemList(cfg.Items)
+	}
+	total, n := src.Len(), 0
+	for it := range src.All() {
+		n++
 		rec, err := runItem(ctx, cr, cfg, it)
 		if err != nil {
 			sum.Elapsed = time.Since(start)
@@ -107,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			}
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(n+1, len(cfg.Items), sum.Failed, time.Since(start))
+			cfg.Progress(n, total, sum.Failed, time.Since(start))
 		}
 		if cfg.FailFast && rec.Failed() {
 			sum.Aborted = "--failfast after " + rec.Case

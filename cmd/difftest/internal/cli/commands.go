@@ -116,7 +116,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer impl.Close()
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
 	return execute(ctx, &f, impl, execution{
-		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1,
+		suite: file, items: difftest.ItemList{item}, seed: c.Seed, repeat: 1,
 		replay: func(*difftest.Record) string {
 			return "difftest replay --impl " + difftest.ShellQuote(f.impl) + " " + difftest.ShellQuote(file)
 		},
