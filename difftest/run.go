@@ -155,9 +155,12 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 }
 
 // NewRecord starts the record of case c under the named implementation
-// (identity fields only; RunCase fills the verdict).
+// (identity fields only; RunCase fills the verdict). GeneratorVersion is
+// the version that drew c's inputs: c.Generator when it is set (a
+// replayed capture), else this build's; when they differ the record
+// carries a warning (GeneratorWarning).
 func NewRecord(c *Case, impl string) *Record {
-	return &Record{
+	rec := &Record{
 		Type:             "case",
 		Case:             c.ID,
 		Kernel:           c.Kernel,
@@ -167,6 +170,24 @@ func NewRecord(c *Case, impl string) *Record {
 		GeneratorVersion: GeneratorVersion,
 		Impl:             impl,
 	}
+	if w := GeneratorWarning(c); w != "" {
+		rec.GeneratorVersion = c.Generator
+		rec.Warnings = append(rec.Warnings, w)
+	}
+	return rec
+}
+
+// GeneratorWarning returns, for a case whose inputs another generator
+// version drew (c.Generator set and not GeneratorVersion), a one-line
+// warning that the inputs may differ from what this build draws for the
+// same seed and case id; "" otherwise. The case itself runs on its own
+// bytes either way.
+func GeneratorWarning(c *Case) string {
+	if c.Generator == 0 || c.Generator == GeneratorVersion {
+		return ""
+	}
+	return fmt.Sprintf("the inputs were drawn by generator version %d, this build's is %d: they are replayed as captured, but `run --seed %d` of case %s may draw different inputs in this build",
+		c.Generator, GeneratorVersion, c.Seed, c.ID)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -109,6 +109,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
+	if w := difftest.GeneratorWarning(c); w != "" {
+		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
+	}
 	impl, code := f.openImpl(stderr)
 	if impl == nil {
 		return code
