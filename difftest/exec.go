@@ -118,12 +118,15 @@ func SplitCommand(cmd string) ([]string, error) {
 //   - crash: non-zero exit status, or killed by a signal (the message gives
 //     the status or signal and the stderr tail);
 //   - timeout: still running after timeout;
-//   - bad-output: exit 0 but out.safetensors is absent or unreadable, or an
-//     output has the wrong dtype or shape;
+//   - bad-output: exit 0 but out.safetensors is absent, not a regular file
+//     (a FIFO, a device, a link to one: refused by its type, never
+//     opened to wait), or unreadable, or an output has the wrong dtype or
+//     shape;
 //   - missing-output: an output of the case is absent from out.safetensors.
 //
 // Tensors in out.safetensors that are not outputs of the case are
-// ignored. Outputs are copied into the Buffers only when all of them are
+// ignored and never read: only the outputs' bytes are, after the header
+// (at most MaxHeaderBytes) has shown their dtypes and shapes right. Outputs are copied into the Buffers only when all of them are
 // well-formed. When ctx ends, the group is killed and Run returns ctx's
 // error. The exec implementation reports no kernel time. Run is safe for
 // concurrent use: each run has its own temporary folder, removed after.
