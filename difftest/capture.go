@@ -6,9 +6,12 @@
 // header length n, n bytes of JSON header mapping each tensor name to
 // {"dtype", "shape", "data_offsets"} plus an optional "__metadata__"
 // object of string values, then the raw little-endian tensor bytes.
-// Encoding and decoding go through github.com/nlpodyssey/safetensors;
-// this file adds the kerneldiff rules on top (dtypes, names, metadata
-// keys) and errors that name the file, the tensor and the rule.
+// Encoding goes through github.com/nlpodyssey/safetensors. Decoding is
+// this file's own, so that it can be bounded: the header length first,
+// then the header, then only the bytes the header declares, each bounded
+// before it is allocated (the library reads the whole file first). This
+// file adds the kerneldiff rules on top (dtypes, names, metadata keys)
+// and errors that name the file, the tensor and the rule.
 
 package difftest
 
@@ -143,58 +146,135 @@ func WriteSafetensors(path string, tensors []*Tensor, meta map[string]string) er
 	return nil
 }
 
+// MaxHeaderBytes bounds the JSON header of a safetensors file: 16 MiB.
+// The header a kerneldiff capture or exec output needs is a few hundred
+// bytes per tensor plus the params JSON (at most a few hundred KiB, e.g.
+// topk's needle list of one int per row); the format's reference reader
+// allows 100 MB. The header length is read and checked against it (and
+// against the file's size) before the header is allocated.
+const MaxHeaderBytes = 16 << 20
+
+// MaxSafetensorsData bounds the data section ReadSafetensors reads, and
+// the bytes ReadCapture reads after the kernel has bounded each tensor by
+// its own contract (a backstop): 8 GiB, above the largest case the
+// kernels' size limits allow with its saved results (norm_rope_store:
+// x 1 GiB, freqs 512 MiB, three 1 GiB caches).
+const MaxSafetensorsData = 8 << 30
+
+// stEntry is one tensor of a safetensors header: its dtype, shape and
+// byte range in the data section, checked against each other.
+type stEntry struct {
+	dtype      DType
+	shape      []int
+	begin, end uint64
+}
+
+// placeholder returns the tensor e declares, named name, with no Data.
+func (e stEntry) placeholder(name string) *Tensor {
+	return &Tensor{Name: name, DType: e.dtype, Shape: slices.Clone(e.shape)}
+}
+
+// stFile is an open safetensors file whose header has been read and
+// checked; no tensor byte has been read yet.
+type stFile struct {
+	path    string
+	f       *os.File
+	start   int64 // offset of the data section: 8 + the header length
+	entries map[string]stEntry
+	meta    map[string]string
+}
+
+// openSafetensors opens the regular file at path (OpenRegular: a FIFO or
+// a device is refused by its type), reads the 8-byte header length, bounds
+// it by the file's size and MaxHeaderBytes, reads the JSON header and
+// checks it (captureCheckHeader) against the size of the data section the
+// file's size leaves. Only the header is read. The caller closes the file.
+func openSafetensors(path string) (*stFile, error) {
+	f, size, err := OpenRegular(path)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return nil, &CaptureError{Path: path, Rule: "refused, a safetensors file must be a regular file", Err: err}
+		}
+		return nil, &CaptureError{Path: path, Rule: "cannot read", Err: err}
+	}
+	fail := func(tensor, format string, args ...any) (*stFile, error) {
+		f.Close()
+		return nil, &CaptureError{Path: path, Tensor: tensor, Rule: fmt.Sprintf(format, args...)}
+	}
+	if size < 8 {
+		return fail("", "file is %d bytes, too short for the 8-byte header length", size)
+	}
+	var lenBuf [8]byte
+	if _, err := f.ReadAt(lenBuf[:], 0); err != nil {
+		return fail("", "cannot read the header length: %v", err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > uint64(size-8) {
+		return fail("", "header length %d runs past the end of the %d-byte file (truncated, or not safetensors)", n, size)
+	}
+	if n > MaxHeaderBytes {
+		return fail("header", "header length %d is above the limit of %d bytes (MaxHeaderBytes)", n, MaxHeaderBytes)
+	}
+	header := make([]byte, n)
+	if _, err := f.ReadAt(header, 8); err != nil {
+		return fail("header", "cannot read the %d-byte header: %v", n, err)
+	}
+	entries, meta, herr := captureCheckHeader(header, uint64(size)-8-n)
+	if herr != nil {
+		return fail(herr.tensor, "%s", herr.rule)
+	}
+	return &stFile{path: path, f: f, start: 8 + int64(n), entries: entries, meta: meta}, nil
+}
+
+func (s *stFile) close() { s.f.Close() }
+
+// read reads the bytes of the tensor named name into a fresh Tensor. The
+// caller has bounded its size.
+func (s *stFile) read(name string) (*Tensor, error) {
+	e := s.entries[name]
+	t := e.placeholder(name)
+	t.Data = make([]byte, e.end-e.begin)
+	if _, err := s.f.ReadAt(t.Data, s.start+int64(e.begin)); err != nil {
+		return nil, &CaptureError{Path: s.path, Tensor: strconv.Quote(name), Rule: "cannot read its data", Err: err}
+	}
+	return t, nil
+}
+
 // ReadSafetensors reads a whole safetensors file. It returns every tensor
 // by name (Data is a fresh copy owned by the caller) and the
 // __metadata__ strings (an empty map when absent). Errors are
-// *CaptureError values naming the problem: a file shorter than 8 bytes, a
-// header length past the end of the file, a header that is not JSON or not
-// a safetensors header, a dtype kerneldiff does not use (F16, F8_E4M3 ...),
-// data offsets that do not tile the data section, or a data section of the
-// wrong size (a truncated or padded file).
+// *CaptureError values naming the problem: a path that is not a regular
+// file (a FIFO or a device is refused by its type, not read), a file
+// shorter than 8 bytes, a header length past the end of the file or above
+// MaxHeaderBytes, a header that is not JSON or not a safetensors header, a
+// dtype kerneldiff does not use (F16, F8_E4M3 ...), data offsets that do
+// not tile the data section, a data section of the wrong size for the file
+// (a truncated or padded file), or one above MaxSafetensorsData. Sizes are
+// checked from the header and the file's size before any tensor byte is
+// read. To read a capture, whose tensors the kernel's contract bounds one
+// by one, use ReadCapture.
 func ReadSafetensors(path string) (map[string]*Tensor, map[string]string, error) {
-	buf, err := os.ReadFile(path)
+	s, err := openSafetensors(path)
 	if err != nil {
-		return nil, nil, &CaptureError{Path: path, Rule: "cannot read", Err: err}
+		return nil, nil, err
 	}
-	fail := func(tensor, format string, args ...any) error {
-		return &CaptureError{Path: path, Tensor: tensor, Rule: fmt.Sprintf(format, args...)}
+	defer s.close()
+	var total uint64
+	for _, e := range s.entries {
+		total += e.end - e.begin
 	}
-	if len(buf) < 8 {
-		return nil, nil, fail("", "file is %d bytes, too short for the 8-byte header length", len(buf))
+	if total > MaxSafetensorsData {
+		return nil, nil, &CaptureError{Path: path, Rule: fmt.Sprintf("the tensors hold %d bytes, above the limit of %d (MaxSafetensorsData)", total, uint64(MaxSafetensorsData))}
 	}
-	n := binary.LittleEndian.Uint64(buf)
-	if n > uint64(len(buf)-8) {
-		return nil, nil, fail("", "header length %d runs past the end of the %d-byte file (truncated, or not safetensors)", n, len(buf))
-	}
-	if err := captureCheckHeader(buf[8:8+n], uint64(len(buf))-8-n); err != nil {
-		return nil, nil, &CaptureError{Path: path, Tensor: err.tensor, Rule: err.rule}
-	}
-	// The library re-checks the layout and decodes the header; after the
-	// checks above it can only fail on something they missed.
-	_, md, err := st.ReadMetadata(buf)
-	if err != nil {
-		return nil, nil, fail("header", "%v", err)
-	}
-	data := buf[8+n:]
-	infos := md.Tensors()
-	tensors := make(map[string]*Tensor, len(infos))
-	for name, info := range infos {
-		shape := make([]int, len(info.Shape))
-		for i, d := range info.Shape {
-			shape[i] = int(d)
-		}
-		t := &Tensor{Name: name, DType: DType(info.DType.String()), Shape: shape,
-			Data: append([]byte{}, data[info.DataOffsets[0]:info.DataOffsets[1]]...)}
-		if len(t.Data) != t.Len()*t.DType.Size() {
-			return nil, nil, fail(strconv.Quote(name), "holds %d bytes, shape %v of %s needs %d", len(t.Data), t.Shape, t.DType, t.Len()*t.DType.Size())
+	tensors := make(map[string]*Tensor, len(s.entries))
+	for name := range s.entries {
+		t, err := s.read(name)
+		if err != nil {
+			return nil, nil, err
 		}
 		tensors[name] = t
 	}
-	meta := md.Metadata()
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	return tensors, meta, nil
+	return tensors, s.meta, nil
 }
 
 // captureHeaderError is one broken rule of a safetensors header.
@@ -205,28 +285,33 @@ type captureHeaderError struct{ tensor, rule string }
 // data_offsets} with a dtype kerneldiff uses, dimensions in [0, 2^31),
 // offsets that hold exactly the shape's bytes, and tensors that tile the
 // dataLen-byte data section with no gap or overlap; __metadata__ a map of
-// strings.
-func captureCheckHeader(header []byte, dataLen uint64) *captureHeaderError {
+// strings. It returns the entries by name and the metadata (an empty map
+// when absent).
+func captureCheckHeader(header []byte, dataLen uint64) (map[string]stEntry, map[string]string, *captureHeaderError) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(header, &raw); err != nil {
-		return &captureHeaderError{"header", fmt.Sprintf("not a JSON object: %v", err)}
+		return nil, nil, &captureHeaderError{"header", fmt.Sprintf("not a JSON object: %v", err)}
 	}
 	type span struct {
 		name       string
 		begin, end uint64
 	}
 	var spans []span
+	entries := make(map[string]stEntry, len(raw))
+	meta := map[string]string{}
 	for name, v := range raw {
 		q := strconv.Quote(name)
 		if name == "__metadata__" {
 			var m map[string]any
 			if err := json.Unmarshal(v, &m); err != nil {
-				return &captureHeaderError{name, "must be a JSON object of strings"}
+				return nil, nil, &captureHeaderError{name, "must be a JSON object of strings"}
 			}
 			for k, val := range m {
-				if _, ok := val.(string); !ok {
-					return &captureHeaderError{captureMetaName(k), fmt.Sprintf("must be a string, got %s", captureJSONValue(val))}
+				s, ok := val.(string)
+				if !ok {
+					return nil, nil, &captureHeaderError{captureMetaName(k), fmt.Sprintf("must be a string, got %s", captureJSONValue(val))}
 				}
+				meta[k] = s
 			}
 			continue
 		}
@@ -238,19 +323,21 @@ func captureCheckHeader(header []byte, dataLen uint64) *captureHeaderError {
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&info); err != nil || info.DType == nil || info.Shape == nil || len(info.DataOffsets) != 2 {
-			return &captureHeaderError{q, fmt.Sprintf("header entry must be {\"dtype\": string, \"shape\": [naturals], \"data_offsets\": [begin, end]}, got %.80s", v)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("header entry must be {\"dtype\": string, \"shape\": [naturals], \"data_offsets\": [begin, end]}, got %.80s", v)}
 		}
 		dt := DType(*info.DType)
 		if dt.Size() == 0 {
-			return &captureHeaderError{q, fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, U8", *info.DType)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, U8", *info.DType)}
 		}
 		// size saturates at 2^62, past any real file, so it cannot wrap.
 		const huge = uint64(1) << 62
 		size := uint64(dt.Size())
+		shape := make([]int, len(*info.Shape))
 		for i, d := range *info.Shape {
 			if d > math.MaxInt32 {
-				return &captureHeaderError{q, fmt.Sprintf("dimension %d is %d, above 2^31-1", i, d)}
+				return nil, nil, &captureHeaderError{q, fmt.Sprintf("dimension %d is %d, above 2^31-1", i, d)}
 			}
+			shape[i] = int(d)
 			if d != 0 && size > huge/d {
 				size = huge
 			} else {
@@ -263,15 +350,16 @@ func captureCheckHeader(header []byte, dataLen uint64) *captureHeaderError {
 		b, e := info.DataOffsets[0], info.DataOffsets[1]
 		switch {
 		case e < b:
-			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run backwards", b, e)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run backwards", b, e)}
 		case e > dataLen:
-			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run past the %d-byte data section (truncated file)", b, e, dataLen)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] run past the %d-byte data section (truncated file)", b, e, dataLen)}
 		case size == huge:
-			return &captureHeaderError{q, fmt.Sprintf("shape %v of %s needs 2^62 bytes or more", *info.Shape, dt)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("shape %v of %s needs 2^62 bytes or more", *info.Shape, dt)}
 		case e-b != size:
-			return &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] hold %d bytes, shape %v of %s needs %d", b, e, e-b, *info.Shape, dt, size)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("data_offsets [%d %d] hold %d bytes, shape %v of %s needs %d", b, e, e-b, *info.Shape, dt, size)}
 		}
 		spans = append(spans, span{name, b, e})
+		entries[name] = stEntry{dtype: dt, shape: shape, begin: b, end: e}
 	}
 	slices.SortFunc(spans, func(a, b span) int {
 		if a.begin != b.begin {
@@ -284,16 +372,16 @@ func captureCheckHeader(header []byte, dataLen uint64) *captureHeaderError {
 	for _, s := range spans {
 		switch {
 		case s.begin > at:
-			return &captureHeaderError{"header", fmt.Sprintf("data bytes [%d, %d) belong to no tensor", at, s.begin)}
+			return nil, nil, &captureHeaderError{"header", fmt.Sprintf("data bytes [%d, %d) belong to no tensor", at, s.begin)}
 		case s.begin < at:
-			return &captureHeaderError{strconv.Quote(s.name), fmt.Sprintf("data_offsets [%d %d] overlap tensor %q", s.begin, s.end, prev)}
+			return nil, nil, &captureHeaderError{strconv.Quote(s.name), fmt.Sprintf("data_offsets [%d %d] overlap tensor %q", s.begin, s.end, prev)}
 		}
 		at, prev = s.end, s.name
 	}
 	if at != dataLen {
-		return &captureHeaderError{"", fmt.Sprintf("tensors cover %d bytes, the data section holds %d (trailing bytes)", at, dataLen)}
+		return nil, nil, &captureHeaderError{"", fmt.Sprintf("tensors cover %d bytes, the data section holds %d (trailing bytes)", at, dataLen)}
 	}
-	return nil
+	return entries, meta, nil
 }
 
 func cmpUint64(a, b uint64) int {
@@ -382,12 +470,24 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 // protocol in.safetensors, which carries only kernel, params and case).
 // It looks the kernel up in the registry, rebuilds the case with
 // Kernel.FromTensors from every tensor that has no GotPrefix/WantPrefix,
-// sets ID, Kernel, Family, Seed and Key from the metadata, and runs
-// Kernel.Validate. It returns the case and the extra tensors: every tensor
-// of the file that is not one of the case's inputs, by name.
+// sets ID, Kernel, Family, Seed, Key and Generator from the metadata, and
+// runs Kernel.Validate. It returns the case and the extra tensors: every
+// tensor of the file that is not one of the case's inputs, by name.
 //
-// The generator version is checked for syntax only: a capture holds the
-// input bytes themselves, so it replays exactly under any generator.
+// Nothing is read before it is bounded: the header length is checked
+// against the file and MaxHeaderBytes before the header is read, and the
+// header alone decides every tensor's size. FromTensors sees the tensors
+// as the header declares them, with no Data, and checks their dtypes and
+// shapes against the params and the kernel's size limits; every other
+// tensor must have the dtype and shape of an output of that case. Only
+// then are the declared bytes read (in all at most MaxSafetensorsData), and
+// the case validated. A FIFO or a device is refused by its type.
+//
+// The generator version is checked for syntax only (a decimal integer ≥
+// 1): a capture holds the input bytes themselves, so it replays exactly
+// under any generator. Case.Generator keeps it; when it is not this
+// build's GeneratorVersion, the record of the replay carries a warning
+// (NewRecord) that `run` of the same seed and case id draws other inputs.
 //
 // Every error is a *CaptureError naming the file and the problem, and
 // wraps ErrCapture (plus ErrInvalidInput when the kernel rejects the
@@ -397,10 +497,12 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 // extra tensor that names no output of the case or disagrees with its
 // dtype and shape.
 func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
-	tensors, meta, err := ReadSafetensors(path)
+	sf, err := openSafetensors(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer sf.close()
+	meta := sf.meta
 	fail := func(tensor, format string, args ...any) error {
 		return &CaptureError{Path: path, Tensor: tensor, Rule: fmt.Sprintf(format, args...)}
 	}
@@ -425,9 +527,10 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 			return nil, nil, fail(captureMetaName(MetaKey), "must be a uint64 (0x-prefixed hex or decimal), got %q", s)
 		}
 	}
+	generator := 0
 	if s, ok := meta[MetaGenerator]; ok {
-		if _, err := strconv.Atoi(s); err != nil {
-			return nil, nil, fail(captureMetaName(MetaGenerator), "must be a decimal integer, got %q", s)
+		if generator, err = strconv.Atoi(s); err != nil || generator < 1 {
+			return nil, nil, fail(captureMetaName(MetaGenerator), "must be a generator version, a decimal integer ≥ 1, got %q", s)
 		}
 	}
 	name := meta[MetaKernel]
@@ -440,10 +543,10 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 		return nil, nil, fail(captureMetaName(MetaKernel), "unknown kernel %q (registered: %s)", name, strings.Join(known, ", "))
 	}
 	id := meta[MetaCase]
-	feed := make(map[string]*Tensor, len(tensors))
-	for n, t := range tensors {
+	feed := make(map[string]*Tensor, len(sf.entries))
+	for n, e := range sf.entries {
 		if !strings.HasPrefix(n, GotPrefix) && !strings.HasPrefix(n, WantPrefix) {
-			feed[n] = t
+			feed[n] = e.placeholder(n)
 		}
 	}
 	c, err := k.FromTensors(id, params, feed)
@@ -453,20 +556,49 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	if c == nil {
 		return nil, nil, fail("", "kernel %s rebuilt no case", name)
 	}
-	c.ID, c.Kernel, c.Seed, c.Key = id, name, seed, key
+	c.ID, c.Kernel, c.Seed, c.Key, c.Generator = id, name, seed, key, generator
 	if f, ok := meta[MetaFamily]; ok {
 		c.Family = f
+	}
+	// What is read next is what the header declares: the case's inputs
+	// (bounded by FromTensors) and the extras (bounded by the outputs).
+	var total uint64
+	for _, in := range c.Inputs {
+		e, ok := sf.entries[in.Name]
+		if !ok || e.dtype != in.DType || !slices.Equal(e.shape, in.Shape) {
+			return nil, nil, fail(strconv.Quote(in.Name), "kernel %s rebuilt input %s%v, which the file does not declare", name, in.DType, in.Shape)
+		}
+		total += e.end - e.begin
+	}
+	var extras []string
+	for n, e := range sf.entries {
+		if c.Input(n) != nil {
+			continue
+		}
+		if err := captureCheckExtra(c, e.placeholder(n)); err != nil {
+			return nil, nil, fail(strconv.Quote(n), "%v", err)
+		}
+		extras = append(extras, n)
+		total += e.end - e.begin
+	}
+	if total > MaxSafetensorsData {
+		return nil, nil, fail("", "the case's tensors hold %d bytes, above the limit of %d (MaxSafetensorsData)", total, uint64(MaxSafetensorsData))
+	}
+	for _, in := range c.Inputs {
+		t, err := sf.read(in.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		in.Data = t.Data
 	}
 	if err := k.Validate(c); err != nil {
 		return nil, nil, &CaptureError{Path: path, Err: err}
 	}
-	extra := map[string]*Tensor{}
-	for n, t := range tensors {
-		if c.Input(n) != nil {
-			continue
-		}
-		if err := captureCheckExtra(c, t); err != nil {
-			return nil, nil, fail(strconv.Quote(n), "%v", err)
+	extra := make(map[string]*Tensor, len(extras))
+	for _, n := range extras {
+		t, err := sf.read(n)
+		if err != nil {
+			return nil, nil, err
 		}
 		extra[n] = t
 	}

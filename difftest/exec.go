@@ -128,12 +128,15 @@ func SplitCommand(cmd string) ([]string, error) {
 //   - crash: non-zero exit status, or killed by a signal (the message gives
 //     the status or signal and the stderr tail);
 //   - timeout: still running after timeout;
-//   - bad-output: exit 0 but out.safetensors is absent or unreadable, or an
-//     output has the wrong dtype or shape;
+//   - bad-output: exit 0 but out.safetensors is absent, not a regular file
+//     (a FIFO, a device, a link to one: refused by its type, never
+//     opened to wait), or unreadable, or an output has the wrong dtype or
+//     shape;
 //   - missing-output: an output of the case is absent from out.safetensors.
 //
 // Tensors in out.safetensors that are not outputs of the case are
-// ignored. Outputs are copied into the Buffers only when all of them are
+// ignored and never read: only the outputs' bytes are, after the header
+// (at most MaxHeaderBytes) has shown their dtypes and shapes right. Outputs are copied into the Buffers only when all of them are
 // well-formed. When ctx ends, the group is killed and Run returns ctx's
 // error. The exec implementation reports no kernel time. Run is safe for
 // concurrent use: each run has its own temporary folder, removed before
@@ -409,40 +412,57 @@ func execWriteInput(path string, c *Case, outs []*Buffer) error {
 
 // execReadOutput checks out.safetensors against the case's outputs and,
 // when every output is present and well-formed, copies them into outs.
+// The file is bounded by what the contract needs before anything is
+// allocated: it must be a regular file (a FIFO, a device or a link to one
+// is refused by its type), its header is bounded (openSafetensors), and
+// only the outputs' bytes are read, each after its dtype and shape match
+// the contract; other tensors are not read at all.
 func execReadOutput(path string, c *Case, outs []*Buffer) error {
-	got, _, err := ReadSafetensors(path)
+	sf, err := openSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return &RunError{Class: BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		msg := err.Error()
-		var ce *CaptureError
-		if errors.As(err, &ce) {
-			msg = captureOneLine(ce.detail()) // the temporary path is gone by now
-		}
-		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + msg}
+		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
+	defer sf.close()
 	var missing []string
 	for _, o := range c.Outputs {
-		t := got[o.Name]
-		if t == nil {
+		e, ok := sf.entries[o.Name]
+		if !ok {
 			missing = append(missing, o.Name)
 			continue
 		}
-		if t.DType != o.DType || !slices.Equal(t.Shape, o.Shape) {
-			return &RunError{Class: BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, t.DType, t.Shape, o.DType, o.Shape)}
+		if e.dtype != o.DType || !slices.Equal(e.shape, o.Shape) {
+			return &RunError{Class: BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, e.dtype, e.shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return &RunError{Class: MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(got))}
+		return &RunError{Class: MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.entries))}
 	}
+	got := make([]*Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
-		copy(outs[i].Data, got[o.Name].Data)
+		if got[i], err = sf.read(o.Name); err != nil {
+			return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		}
+	}
+	for i := range c.Outputs {
+		copy(outs[i].Data, got[i].Data)
 	}
 	return nil
 }
 
-func execNames(m map[string]*Tensor) string {
+// execDetail is a *CaptureError's message without the file name (the
+// temporary path is gone by now), or err's message.
+func execDetail(err error) string {
+	var ce *CaptureError
+	if errors.As(err, &ce) {
+		return captureOneLine(ce.detail())
+	}
+	return err.Error()
+}
+
+func execNames[T any](m map[string]T) string {
 	if len(m) == 0 {
 		return "no tensors"
 	}

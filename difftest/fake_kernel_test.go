@@ -95,10 +95,11 @@ func (fakeKernel) FromTensors(id string, params json.RawMessage, ts map[string]*
 			return nil, &InputError{Tensor: name, Rule: "missing"}
 		}
 	}
-	if err := ts["x"].CheckLayout(I32, 1); err != nil {
+	// Dtype and shape only (Kernel.FromTensors): Data is not read yet.
+	if err := ts["x"].CheckShape(I32, p.N); err != nil {
 		return nil, err
 	}
-	if err := ts["out_loc"].CheckLayout(I64, 1); err != nil {
+	if err := ts["out_loc"].CheckShape(I64, p.N); err != nil {
 		return nil, err
 	}
 	return &Case{ID: id, Kernel: fakeName, Params: p, Inputs: []*Tensor{ts["x"], ts["out_loc"]}, Outputs: fakeOutputs(p)}, nil

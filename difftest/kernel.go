@@ -66,6 +66,11 @@ type Case struct {
 	Params  any          // the kernel's own parameter struct; JSON-marshalable
 	Inputs  []*Tensor    // contract order, contract names
 	Outputs []OutputSpec // contract order, contract names
+
+	// Generator is the GeneratorVersion that drew the inputs as a
+	// replayed capture's "generator" metadata states it; 0 for a case
+	// this build drew (GeneratorVersion) or a capture that does not say.
+	Generator int
 }
 
 // Input returns the input tensor with the given contract name, or nil.
@@ -147,7 +152,13 @@ type Kernel interface {
 	// (see rng.CaseKey). Unknown families or parameters are errors.
 	NewCase(spec CaseSpec, seed, key uint64) (*Case, error)
 	// FromTensors rebuilds a case from a capture file's tensors and its
-	// params JSON (replay).
+	// params JSON (replay). It reads the tensors' names, dtypes and
+	// shapes, never their Data: ReadCapture calls it with every tensor as
+	// the file's header declares it and Data nil, and reads the bytes of
+	// the returned inputs afterwards. So it must check each input's dtype
+	// and shape against the params and the kernel's size limits (nothing
+	// is read before it is bounded), and return the inputs with the
+	// declared names, dtypes and shapes.
 	FromTensors(id string, params json.RawMessage, tensors map[string]*Tensor) (*Case, error)
 	// Validate checks the contract's preconditions; it returns an
 	// *InputError naming the tensor, index and rule.

@@ -4,16 +4,22 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Params reads a suite entry's parameters (CaseSpec.Params) with type
 // checks, and reports any key the kernel did not read, so a typo in a
 // suite file is an error rather than a silently ignored setting.
 //
-// Values come from TOML or JSON decoding: integers as int64 (or float64
-// holding an integer, from JSON), floats as float64, arrays as []any.
-// Every error names the case, the key and the rule.
+// Values come from TOML decoding: integers as int64 (int is accepted for
+// Go callers), floats as float64, arrays as []any. Nothing is coerced: a
+// float is never an integer (K = 512.0 and K = 1e3 are floats in TOML and
+// an error where an integer is read), a single value is never an array
+// (lengths = 5 is an error; write [5]), and an integer is a float only when
+// the float holds it exactly (|n| ≤ 2^53). Every error names the case, the
+// key, what the file holds and the rule.
 type Params struct {
 	id   string
 	m    map[string]any
@@ -49,13 +55,16 @@ func toInt(v any) (int, bool) {
 			return 0, false
 		}
 		return int(x), true
-	case float64:
-		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-			return 0, false
-		}
-		return int(x), true
 	}
 	return 0, false
+}
+
+// intRule is the rule an integer parameter states when v is not one.
+func intRule(v any) string {
+	if x, ok := v.(float64); ok && x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+		return fmt.Sprintf("must be an integer, got %s (TOML reads 512.0 and 1e3 as floats; write %d)", describeTOML(v), int64(x))
+	}
+	return "must be an integer, got " + describeTOML(v)
 }
 
 // Int returns the integer at key, or def when absent.
@@ -66,31 +75,32 @@ func (p *Params) Int(key string, def int) int {
 	}
 	n, ok := toInt(v)
 	if !ok {
-		p.fail(key, "must be an integer, got %v", v)
+		p.fail(key, "%s", intRule(v))
 	}
 	return n
 }
 
-// Ints returns the integer array at key (a single integer is accepted as a
-// one-element array), or def when absent.
+// Ints returns the integer array at key, or def when absent. A single
+// integer is an error, not a one-element array.
 func (p *Params) Ints(key string, def []int) []int {
 	v, ok := p.get(key)
 	if !ok {
 		return def
 	}
-	if n, ok := toInt(v); ok {
-		return []int{n}
-	}
 	arr, ok := v.([]any)
 	if !ok {
-		p.fail(key, "must be an array of integers, got %v", v)
+		if n, isInt := toInt(v); isInt {
+			p.fail(key, "must be an array of integers, got the integer %d (write [%d])", n, n)
+		} else {
+			p.fail(key, "must be an array of integers, got %s", describeTOML(v))
+		}
 		return def
 	}
 	out := make([]int, len(arr))
 	for i, e := range arr {
 		n, ok := toInt(e)
 		if !ok {
-			p.fail(key, "element %d must be an integer, got %v", i, e)
+			p.fail(key, "element %d %s", i, intRule(e))
 			return def
 		}
 		out[i] = n
@@ -98,22 +108,30 @@ func (p *Params) Ints(key string, def []int) []int {
 	return out
 }
 
-// Float returns the number at key, or def when absent.
+// Float returns the number at key, or def when absent. An integer is
+// taken when a float64 holds it exactly (|n| ≤ 2^53).
 func (p *Params) Float(key string, def float64) float64 {
 	v, ok := p.get(key)
 	if !ok {
 		return def
 	}
+	var n int64
 	switch x := v.(type) {
 	case float64:
 		return x
 	case int64:
-		return float64(x)
+		n = x
 	case int:
-		return float64(x)
+		n = int64(x)
+	default:
+		p.fail(key, "must be a number, got %s", describeTOML(v))
+		return def
 	}
-	p.fail(key, "must be a number, got %v", v)
-	return def
+	if n > 1<<53 || n < -(1<<53) {
+		p.fail(key, "the integer %d is not exactly a float (|n| ≤ 2^53); write it as a float, e.g. %g", n, float64(n))
+		return def
+	}
+	return float64(n)
 }
 
 // Bool returns the boolean at key, or def when absent.
@@ -124,7 +142,7 @@ func (p *Params) Bool(key string, def bool) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		p.fail(key, "must be true or false, got %v", v)
+		p.fail(key, "must be true or false, got %s", describeTOML(v))
 	}
 	return b
 }
@@ -138,7 +156,7 @@ func (p *Params) String(key, def string, allowed ...string) string {
 	}
 	s, ok := v.(string)
 	if !ok {
-		p.fail(key, "must be a string, got %v", v)
+		p.fail(key, "must be a string, got %s", describeTOML(v))
 		return def
 	}
 	if len(allowed) > 0 {
@@ -182,17 +200,67 @@ func (p *Params) Tables(key string) []map[string]any {
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		p.fail(key, "must be an array of tables, e.g. [{…}, {…}], got %v", v)
+		p.fail(key, "must be an array of tables, e.g. [{…}, {…}], got %s", describeTOML(v))
 		return nil
 	}
 	out := make([]map[string]any, len(arr))
 	for i, e := range arr {
 		t, ok := e.(map[string]any)
 		if !ok {
-			p.fail(key, "element %d must be a table {…}, got %v", i, e)
+			p.fail(key, "element %d must be a table {…}, got %s", i, describeTOML(e))
 			return nil
 		}
 		out[i] = t
 	}
 	return out
+}
+
+// describeTOML renders a decoded TOML value for a message in the file's
+// own terms: `the integer 5`, `the float 512.0`, `the string "x"`, `true`,
+// `the array [1, 2]`, `a table`, `the date-time 1979-05-27T07:32:00Z`.
+func describeTOML(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "the string " + strconv.Quote(x)
+	case int64, int:
+		return fmt.Sprintf("the integer %d", x)
+	case float64:
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eEnN") {
+			s += ".0"
+		}
+		return "the float " + s
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		if len(x) > 8 {
+			return fmt.Sprintf("an array of %d values", len(x))
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = tomlLiteral(e)
+		}
+		return "the array [" + strings.Join(parts, ", ") + "]"
+	case []map[string]any:
+		return fmt.Sprintf("an array of %d tables", len(x))
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "the date-time " + x.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("a value of type %T", v)
+}
+
+// tomlLiteral renders one array element as TOML would write it.
+func tomlLiteral(v any) string {
+	s := describeTOML(v)
+	for _, p := range []string{"the integer ", "the float ", "the string ", "the date-time ", "the array "} {
+		if r, ok := strings.CutPrefix(s, p); ok {
+			return r
+		}
+	}
+	if s == "a table" {
+		return "{…}"
+	}
+	return s
 }

@@ -17,8 +17,9 @@ import (
 
 // Config describes one `difftest run`.
 type Config struct {
-	Suite    string // suite name or file, for records and replay commands
-	Items    []Item
+	Suite    string     // suite name or file, for records and replay commands
+	Items    []Item     // the items to run, when Source is nil
+	Source   ItemSource // when set, the items, produced one at a time as they run (Suite.Select)
 	Impl     Impl
 	ImplName string        // the --impl value, for records and replay commands
 	Timeout  time.Duration // per run of the implementation; 0 = none; negative is an error (Run)
@@ -74,7 +75,8 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 	return k, c, nil
 }
 
-// Run runs cfg.Items one after another and returns the summary. It stops
+// Run runs the items (cfg.Source, or else cfg.Items) one after another,
+// generating each case as it is reached, and returns the summary. It stops
 // early on FailFast, on a *SuiteError (exit 2), on an implementation that
 // reports itself Unavailable (a *RunError, exit 125 unless a case already
 // failed), on an *InternalError (exit 125), or when ctx is cancelled: then
@@ -96,7 +98,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
-	for n, it := range cfg.Items {
+	src := cfg.Source
+	if src == nil {
+		src = ItemList(cfg.Items)
+	}
+	total, n := src.Len(), 0
+	for it := range src.All() {
+		n++
 		if ctx.Err() != nil {
 			err := context.Cause(ctx)
 			sum.Elapsed = time.Since(start)
@@ -123,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			}
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(n+1, len(cfg.Items), sum.Failed, time.Since(start))
+			cfg.Progress(n, total, sum.Failed, time.Since(start))
 		}
 		if cfg.FailFast && rec.Failed() {
 			sum.Aborted = "--failfast after " + rec.Case
@@ -166,9 +174,12 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 }
 
 // NewRecord starts the record of case c under the named implementation
-// (identity fields only; RunCase fills the verdict).
+// (identity fields only; RunCase fills the verdict). GeneratorVersion is
+// the version that drew c's inputs: c.Generator when it is set (a
+// replayed capture), else this build's; when they differ the record
+// carries a warning (GeneratorWarning).
 func NewRecord(c *Case, impl string) *Record {
-	return &Record{
+	rec := &Record{
 		Type:             "case",
 		Case:             c.ID,
 		Kernel:           c.Kernel,
@@ -178,6 +189,24 @@ func NewRecord(c *Case, impl string) *Record {
 		GeneratorVersion: GeneratorVersion,
 		Impl:             impl,
 	}
+	if w := GeneratorWarning(c); w != "" {
+		rec.GeneratorVersion = c.Generator
+		rec.Warnings = append(rec.Warnings, w)
+	}
+	return rec
+}
+
+// GeneratorWarning returns, for a case whose inputs another generator
+// version drew (c.Generator set and not GeneratorVersion), a one-line
+// warning that the inputs may differ from what this build draws for the
+// same seed and case id; "" otherwise. The case itself runs on its own
+// bytes either way.
+func GeneratorWarning(c *Case) string {
+	if c.Generator == 0 || c.Generator == GeneratorVersion {
+		return ""
+	}
+	return fmt.Sprintf("the inputs were drawn by generator version %d, this build's is %d: they are replayed as captured, but `run --seed %d` of case %s may draw different inputs in this build",
+		c.Generator, GeneratorVersion, c.Seed, c.ID)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -22,9 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -75,20 +75,26 @@ type suiteFile struct {
 }
 
 // ParseSuite decodes one suite file and checks every case before any
-// runs: the TOML syntax, no key other than kernel, family, name, params
-// and matrix, then each [[case]] expanded into its cases (one, or one per
-// combination of its [case.matrix] lists, first key outermost, with the
-// name rendered from its template; see suite_matrix.go and
-// fixtures/suites/README.md), then for every case a registered kernel,
-// one of its families, a non-empty name without spaces (it may hold "/":
-// "gaussian/v32/N=9"), no repeated case id within the file, and then, in
-// file order, each case's parameters (CheckCaseSpec), so a typo in the
-// last case of a long suite stops the run before its first case. The
-// cases come back in file order, a matrix's combinations where its
-// [[case]] stands. Every error is a *SuiteError naming the first
-// offending case (for a matrix or template error, the case as written:
-// kernel/name-template) and wrapping ErrMatrix for those.
+// runs: its size and nesting (MaxSuiteBytes, MaxSuiteDepth, before the
+// TOML parser sees it), the TOML syntax, the type of each value ([[case]]
+// tables; kernel, family and name strings; params a table), no key other
+// than kernel, family, name, params and matrix, then each [[case]]
+// expanded into its cases (one, or one per combination of its
+// [case.matrix] lists, first key outermost, with the name rendered from
+// its template; see suite_matrix.go and fixtures/suites/README.md), then
+// for every case a registered kernel, one of its families, a non-empty
+// name without spaces (it may hold "/": "gaussian/v32/N=9"), no repeated
+// case id within the file, and then, in file order, each case's
+// parameters (CheckCaseSpec), so a typo in the last case of a long suite
+// stops the run before its first case. The cases come back in file
+// order, a matrix's combinations where its [[case]] stands. Every error
+// is a *SuiteError naming the first offending case (for a matrix or
+// template error, the case as written: kernel/name-template) and wrapping
+// ErrMatrix for those.
 func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
+	if err := checkSuiteBounds(data); err != nil {
+		return nil, &SuiteError{File: file, Err: err}
+	}
 	var sf suiteFile
 	md, err := toml.Decode(string(data), &sf)
 	if err != nil {
@@ -96,6 +102,12 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		if errors.As(err, &pe) {
 			return nil, &SuiteError{File: file, Err: fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)}
 		}
+		if serr := suiteSchemaError(data); serr != nil {
+			err = serr // in the suite's terms, not Go's
+		}
+		return nil, &SuiteError{File: file, Err: err}
+	}
+	if err := suiteSchemaError(data); err != nil {
 		return nil, &SuiteError{File: file, Err: err}
 	}
 	for _, key := range md.Undecoded() {
@@ -170,10 +182,16 @@ func CheckCaseSpec(k Kernel, spec CaseSpec) error {
 	return err
 }
 
-// LoadSuiteFile reads a suite from a file on disk (--suite FILE).
+// LoadSuiteFile reads a suite from a file on disk (--suite FILE). The file
+// must be a regular file of at most MaxSuiteBytes: a FIFO or a device
+// (/dev/zero, /dev/stdin) is refused by its type, a larger file by its
+// size, before anything is read.
 func LoadSuiteFile(file string) (*Suite, error) {
-	data, err := os.ReadFile(file)
+	data, err := ReadFileLimit(file, MaxSuiteBytes)
 	if err != nil {
+		if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge) {
+			err = fmt.Errorf("%w (a suite is a TOML file of at most %d bytes, MaxSuiteBytes)", err, MaxSuiteBytes)
+		}
 		return nil, &SuiteError{File: file, Err: err}
 	}
 	cases, err := ParseSuite(file, data)
@@ -276,24 +294,15 @@ func (s Shard) String() string {
 	return fmt.Sprintf("%d/%d", s.I, s.N)
 }
 
-// Items expands the suite over the seeds and applies --run and --shard.
-// Item order is seed-major, then suite order.
+// Items is Select(sel) collected into a slice, for tests and tools that
+// run a few cases; a run uses Select, which builds no list. It returns nil
+// when Select reports an error (seeds past 2^64−1, too many items).
 func (s *Suite) Items(sel Selection) []Item {
-	repeat := max(sel.Repeat, 1)
-	var items []Item
-	for r := 0; r < repeat; r++ {
-		for i, sc := range s.Cases {
-			it := Item{Index: r*len(s.Cases) + i, Seed: sel.Seed + uint64(r), SuiteCase: sc}
-			if sel.Run != nil && !sel.Run.MatchString(sc.Spec.ID()) {
-				continue
-			}
-			if sel.Shard.N > 0 && it.Index%sel.Shard.N != sel.Shard.I {
-				continue
-			}
-			items = append(items, it)
-		}
+	q, err := s.Select(sel)
+	if err != nil {
+		return nil
 	}
-	return items
+	return slices.Collect(q.All())
 }
 
 // orWritten names where a case came from: its matrix combination, or

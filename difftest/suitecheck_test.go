@@ -15,7 +15,7 @@ func TestParseSuiteChecksEveryCaseParams(t *testing.T) {
 		name, text, want string
 	}{
 		{"mistyped param in the last case", head + "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"random\"\nname = \"last\"\n[case.params]\nn = \"eight\"\n",
-			`suite bad.toml: case fake_scatter/last: param "n": must be an integer, got eight`},
+			`suite bad.toml: case fake_scatter/last: param "n": must be an integer, got the string "eight"`},
 		{"unknown param in the last case", head + "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"random\"\nname = \"last\"\n[case.params]\nslot = 9\n",
 			`suite bad.toml: case fake_scatter/last: unknown param(s) slot`},
 		{"first bad case in file order", head + "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"b\"\n[case.params]\nm = 1\n" +

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -111,6 +112,20 @@ func (t *Tensor) CheckLayout(dtype DType, rank int) error {
 	}
 	if len(t.Data) != t.Len()*t.DType.Size() {
 		return &InputError{Tensor: t.Name, Rule: fmt.Sprintf("holds %d bytes, shape %v of %s needs %d", len(t.Data), t.Shape, t.DType, t.Len()*t.DType.Size())}
+	}
+	return nil
+}
+
+// CheckShape reports whether the tensor has exactly the given dtype and
+// shape, without looking at Data: a kernel's FromTensors sees a capture's
+// tensors as its header declares them, before any byte is read. The error
+// is an *InputError naming the tensor and the rule.
+func (t *Tensor) CheckShape(dtype DType, shape ...int) error {
+	if t.DType != dtype {
+		return &InputError{Tensor: t.Name, Rule: fmt.Sprintf("dtype must be %s, got %s", dtype, t.DType)}
+	}
+	if !slices.Equal(t.Shape, shape) {
+		return &InputError{Tensor: t.Name, Rule: fmt.Sprintf("shape must be %v, got %v", shape, t.Shape)}
 	}
 	return nil
 }

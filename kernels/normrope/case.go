@@ -240,7 +240,10 @@ func (g *gen) rows(f func(t int, s *rng.Stream)) {
 // FromTensors rebuilds a case from a capture file: params is the JSON of
 // Params, tensors holds at least the six inputs under their contract names
 // (a "cache" tensor, the canary-filled in-out buffer, is ignored; its
-// shape follows from params). Missing tensors and bad params are errors.
+// shape follows from params). Missing tensors and bad params are errors,
+// and so is an input of the wrong dtype or shape or beyond the size
+// limits (checkShapes): that is decided from the dtypes and shapes alone,
+// without reading Data, as difftest.ReadCapture needs.
 func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
 	p, err := ParseParams(params)
 	if err != nil {
@@ -256,5 +259,43 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 		t.Name = name
 		c.Inputs = append(c.Inputs, t)
 	}
+	if err := checkShapes(c.Inputs); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkShapes checks the dtypes and shapes of the six inputs, in contract
+// order, as Validate does but without looking at Data: x bf16 [N,
+// x_stride] within checkSizes, weight and bias f32 [128], freqs f32
+// [max_pos, 64] within checkMaxPos, positions and out_loc i64 [N].
+func checkShapes(in []*difftest.Tensor) error {
+	x, w, b, freqs, pos, loc := in[0], in[1], in[2], in[3], in[4], in[5]
+	if x.DType != difftest.BF16 || len(x.Shape) != 2 {
+		return difftest.Inputf(NameX, nil, "must be BF16 [N, x_stride], got %s%v", x.DType, x.Shape)
+	}
+	if x.Shape[1] < Dim {
+		return difftest.Inputf(NameX, nil, "row stride must be ≥ %d, got shape %v", Dim, x.Shape)
+	}
+	n := x.Shape[0]
+	if err := checkSizes(n, x.Shape[1], NameX, NameX); err != nil {
+		return err
+	}
+	for _, t := range []*difftest.Tensor{w, b} {
+		if err := t.CheckShape(difftest.F32, Dim); err != nil {
+			return err
+		}
+	}
+	if freqs.DType != difftest.F32 || len(freqs.Shape) != 2 || freqs.Shape[1] != RopeDim {
+		return difftest.Inputf(NameFreqs, nil, "must be F32 [max_pos, %d], got %s%v", RopeDim, freqs.DType, freqs.Shape)
+	}
+	if err := checkMaxPos(freqs.Shape[0], NameFreqs); err != nil {
+		return err
+	}
+	for _, t := range []*difftest.Tensor{pos, loc} {
+		if err := t.CheckShape(difftest.I64, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

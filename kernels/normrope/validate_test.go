@@ -154,11 +154,11 @@ func TestNewCaseErrors(t *testing.T) {
 		// Size limits, checked before anything is drawn or allocated.
 		{"gaussian", map[string]any{"P": int64(4611686018427387904)}, "P: page size must be a power of two in [1, 65536] (MaxPageSize), got 4611686018427387904"},
 		{"slots", map[string]any{"P": int64(1 << 30)}, "(MaxPageSize), got 1073741824"},
-		{"gaussian", map[string]any{"N": 1e11}, "N: token count N must be in [1, 4194304] (MaxTokens), got 100000000000"},
-		{"gaussian", map[string]any{"x_stride": 1e11}, "x_stride: row stride x_stride must be in [128, 65536] (MaxXStride), got 100000000000"},
+		{"gaussian", map[string]any{"N": int64(1e11)}, "N: token count N must be in [1, 4194304] (MaxTokens), got 100000000000"},
+		{"gaussian", map[string]any{"x_stride": int64(1e11)}, "x_stride: row stride x_stride must be in [128, 65536] (MaxXStride), got 100000000000"},
 		{"gaussian", map[string]any{"N": int64(1 << 20), "x_stride": int64(1024)}, "N: x of N·x_stride = 1048576·1024 bf16 values is 2147483648 bytes, over the limit of 1073741824 (MaxXBytes)"},
 		{"gaussian", map[string]any{"max_pos": int64(1 << 30)}, "max_pos: max_pos (rows of freqs) must be in [1, 2097152] (MaxPositions), got 1073741824"},
-		{"gaussian", map[string]any{"num_pages": 1e8}, "num_pages: 100000000 pages of 8448 bytes (fp8 store, P=64) exceed the cache limit of 1073741824 bytes (MaxCacheBytes): at most 127100 pages at this page size"},
+		{"gaussian", map[string]any{"num_pages": int64(1e8)}, "num_pages: 100000000 pages of 8448 bytes (fp8 store, P=64) exceed the cache limit of 1073741824 bytes (MaxCacheBytes): at most 127100 pages at this page size"},
 		{"gaussian", map[string]any{"num_pages": int64(0)}, "num_pages: must be ≥ 1, got 0"},
 		{"gaussian", map[string]any{"preset": "v4-bf16", "N": int64(4000000), "P": int64(1)}, "N = 4000000 needs 4500000 cache slots of P=1: invalid input: num_pages: 4500000 pages of 256 bytes (bf16 store, P=1) exceed the cache limit"},
 		// Meaningless or silently altered configurations.

@@ -16,10 +16,10 @@ var _ difftest.FamilyDescriber = Kernel{}
 // commonParams are the suite params decodeConfig reads for every family.
 var commonParams = []difftest.ParamInfo{
 	{Name: "K", Required: true, Doc: fmt.Sprintf("int: picks per row, in [1, %d] (MaxK)", MaxK)},
-	{Name: "lengths", Required: true, Doc: fmt.Sprintf("[]int, required unless runs is given: seq_lens, each in [0, %d]; row b has lengths[b mod len(lengths)]", MaxSeqLen)},
+	{Name: "lengths", Required: true, Doc: fmt.Sprintf("[]int (an array, [5] for one), required unless runs is given: seq_lens, each in [0, %d], at most %d of them; row b has lengths[b mod len(lengths)]", MaxSeqLen, MaxBatch)},
 	{Name: "runs", Doc: "[{length, rows, step}], instead of lengths: consecutive rows of length, length+step, … (step default 0); decode batch [{length = 8192, rows = 64}, {length = 4500, rows = 64}], prefill chunk [{length = 8161, rows = 64, step = 1}]"},
 	{Name: "P", Doc: fmt.Sprintf("int, default 64: page size, a power of two in [1, %d]", MaxPageSize)},
-	{Name: "batch", Doc: fmt.Sprintf("int, default len(lengths) or the runs' total rows: rows, in [1, %d]; with runs it must equal their total", MaxBatch)},
+	{Name: "batch", Doc: fmt.Sprintf("int, default len(lengths) or the runs' total rows: rows, in [len(lengths), %d] (every length is drawn); with runs it must equal their total", MaxBatch)},
 	{Name: "stride", Doc: fmt.Sprintf("int, default max(lengths, 1): scores row stride, in [max(lengths), %d]", MaxSeqLen)},
 	{Name: "pages", Doc: `string, default "distinct": page_table kind: identity, perm, distinct or large`},
 	{Name: "raw", Doc: "bool, default true: whether raw_indices is an output"},

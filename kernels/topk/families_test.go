@@ -459,9 +459,9 @@ func TestNewCaseErrors(t *testing.T) {
 	}
 }
 
-// TestNewCaseAtLimits: values at the limits are accepted, and a count
-// parameter is only checked against the rows the batch uses (row b has
-// lengths[b mod len(lengths)]).
+// TestNewCaseAtLimits: values at the limits are accepted. (A batch
+// smaller than len(lengths), which would leave lengths undrawn, is an
+// error: TestBatchDropsNoLength.)
 func TestNewCaseAtLimits(t *testing.T) {
 	tests := []struct {
 		family, reason string
@@ -470,7 +470,6 @@ func TestNewCaseAtLimits(t *testing.T) {
 		{"gaussian", "K = MaxK on a short row", map[string]any{"K": int64(MaxK), "lengths": ints(3)}},
 		{"gaussian", "batch·K = MaxOutputEntries", map[string]any{"K": int64(1024), "lengths": ints(0), "batch": int64(MaxBatch), "pages": "perm"}},
 		{"relu", "positives = L", map[string]any{"K": int64(4), "lengths": ints(100, 300), "positives": int64(100)}},
-		{"relu", "row 1 is not drawn with batch 1", map[string]any{"K": int64(4), "lengths": ints(100, 5), "batch": int64(1), "positives": int64(50)}},
 		{"straddle", "above + tied = L", map[string]any{"K": int64(4), "lengths": ints(100), "above": int64(60), "tied": int64(40)}},
 		{"masked", "finite = 0", map[string]any{"K": int64(4), "lengths": ints(100), "finite": int64(0)}},
 	}

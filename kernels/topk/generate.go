@@ -183,8 +183,8 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	if err := pr.Err(); err != nil {
 		return nil, err
 	}
+	_, batchGiven := spec.Params["batch"]
 	if runs != nil {
-		_, batchGiven := spec.Params["batch"]
 		if err := g.applyRuns(runs, batchGiven); err != nil {
 			return nil, err
 		}
@@ -196,8 +196,12 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 		return nil, badParam("P", "must be a power of two ≥ 1, got %d", g.P)
 	case len(g.lengths) == 0:
 		return nil, badParam("lengths", "required (or runs), at least one length")
+	case len(g.lengths) > MaxBatch:
+		return nil, badParam("lengths", "has %d elements, above the limit of %d rows (MaxBatch; row b has lengths[b mod len(lengths)])", len(g.lengths), MaxBatch)
 	case g.Batch < 1 || g.Batch > MaxBatch:
 		return nil, badParam("batch", "must be in [1, %d], got %d", MaxBatch, g.Batch)
+	case batchGiven && g.Batch < len(g.lengths):
+		return nil, badParam("batch", "%d rows cannot hold the %d lengths given (row b has lengths[b mod %d], so lengths[%d:] would never be drawn): give batch ≥ %d, or fewer lengths", g.Batch, len(g.lengths), len(g.lengths), g.Batch, len(g.lengths))
 	}
 	maxL := 1
 	for i, L := range g.lengths {
@@ -237,9 +241,9 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	return g, nil
 }
 
-// rowLengths returns the lengths the rows actually use: row b has
-// lengths[b mod len(lengths)], so with batch < len(lengths) only the
-// first batch entries are drawn.
+// rowLengths returns the lengths the rows use: row b has
+// lengths[b mod len(lengths)], and batch ≥ len(lengths) (decodeConfig), so
+// every length is drawn.
 func (g *genConfig) rowLengths() []int { return g.lengths[:min(g.Batch, len(g.lengths))] }
 
 // checkCount checks an explicit count parameter v of the family (unset

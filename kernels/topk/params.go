@@ -87,9 +87,12 @@ func paramsOf(c *difftest.Case) (*Params, error) {
 // must agree. K, P and the shapes are checked against the size limits
 // (checkLimits: K ≤ MaxK, batch·K ≤ MaxOutputEntries, …) before the
 // outputs are declared, so a capture asking for K = 2^40 is an error, not
-// an allocation; the inputs themselves are not validated here (call
-// Validate). Errors name the missing tensor, the disagreeing field or the
-// parameter and its limit.
+// an allocation. The dtypes and shapes of all three inputs are checked
+// (scores f32 [batch, stride], seq_lens i32 [batch], page_table i32
+// [batch, max_pages]) without reading Data, so difftest.ReadCapture reads
+// only bytes bounded by the limits; the values are not validated here
+// (call Validate). Errors name the missing tensor, the disagreeing field
+// or the parameter and its limit.
 func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
 	dec := json.NewDecoder(bytes.NewReader(params))
@@ -107,7 +110,12 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 		t.Name = name
 		in = append(in, t)
 	}
-	scores, table := in[0], in[2]
+	scores, lens, table := in[0], in[1], in[2]
+	for i, dt := range []difftest.DType{difftest.F32, difftest.I32, difftest.I32} {
+		if in[i].DType != dt {
+			return nil, difftest.Inputf(in[i].Name, nil, "dtype must be %s, got %s", dt, in[i].DType)
+		}
+	}
 	if len(scores.Shape) != 2 {
 		return nil, difftest.Inputf(TensorScores, nil, "rank must be 2 ([batch, stride]), got shape %v", scores.Shape)
 	}
@@ -129,6 +137,13 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 	}
 	p.Batch, p.Stride, p.MaxPages = scores.Shape[0], scores.Shape[1], table.Shape[1]
 	if err := checkLimits(&p); err != nil {
+		return nil, err
+	}
+	// Every shape is now bounded; a capture's bytes are read after this.
+	if err := checkShape(lens, p.Batch); err != nil {
+		return nil, err
+	}
+	if err := checkShape(table, p.Batch, p.MaxPages); err != nil {
 		return nil, err
 	}
 	return &difftest.Case{

@@ -112,6 +112,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
+	if w := difftest.GeneratorWarning(c); w != "" {
+		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
+	}
 	impl, code := f.openImpl(stderr)
 	if impl == nil {
 		return code
@@ -120,7 +123,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
 	opts := f.replayOptions(ctx, file)
 	return execute(ctx, &f, impl, execution{
-		suite: file, items: []difftest.Item{item}, seed: c.Seed, repeat: 1, cases: 1,
+		suite: file, items: difftest.ItemList{item}, seed: c.Seed, repeat: 1, cases: 1,
 		replay: func(*difftest.Record) string { return difftest.ReplayCaptureLine(opts, file) },
 	}, stdout, stderr)
 }

@@ -196,8 +196,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
-	items := suite.Items(sel)
-	if len(items) == 0 {
+	items, err := suite.Select(sel)
+	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if items.Len() == 0 {
 		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
 	}
 	if err := f.checkReportPaths(); err != nil {
@@ -221,7 +224,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 type execution struct {
 	suite    string
-	items    []difftest.Item
+	items    difftest.ItemSource
 	seed     uint64
 	repeat   int
 	shard    string
@@ -257,7 +260,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	rep := &difftest.Report{Header: h}
 	prog := newProgress(stderr)
 	sum, runErr := difftest.Run(ctx, difftest.Config{
-		Suite: e.suite, Items: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
+		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
 		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture,
 		OnRecord: func(r *difftest.Record) error {
 			rep.Records = append(rep.Records, r)
