@@ -268,7 +268,7 @@ func TestParseSuiteMatrixErrors(t *testing.T) {
 		{"unknown family from the matrix", "[[case]]\nkernel = \"fake_scatter\"\nname = \"r-{family}\"\n[case.matrix]\nfamily = [\"ramp\", \"gauss\"]\n",
 			`suite bad.toml: case fake_scatter/r-gauss: unknown family "gauss" for fake_scatter (families: ramp, random)`, false},
 		{"bad param of one combination", head + "name = \"r-{n}\"\n[case.matrix]\nn = [8, \"eight\"]\n",
-			`suite bad.toml: case fake_scatter/r-eight: param "n": must be an integer, got eight`, false},
+			`suite bad.toml: case fake_scatter/r-eight: param "n": must be an integer, got the string "eight"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -120,12 +120,12 @@ func TestParamsTables(t *testing.T) {
 	if p.Tables("absent") != nil {
 		t.Error("Tables(absent) is not nil")
 	}
-	if p.Tables("bad") != nil || p.Err() == nil || p.Err().Error() != `case k/c: param "bad": element 1 must be a table {…}, got 3` {
+	if p.Tables("bad") != nil || p.Err() == nil || p.Err().Error() != `case k/c: param "bad": element 1 must be a table {…}, got the integer 3` {
 		t.Errorf("Tables(bad): err %v", p.Err())
 	}
 	p = NewParams("k/c", m)
 	p.Tables("plain")
-	if err := p.Err(); err == nil || err.Error() != `case k/c: param "plain": must be an array of tables, e.g. [{…}, {…}], got 5` {
+	if err := p.Err(); err == nil || err.Error() != `case k/c: param "plain": must be an array of tables, e.g. [{…}, {…}], got the integer 5` {
 		t.Errorf("Tables(plain): err %v", err)
 	}
 }
