@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -471,7 +472,10 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 // It looks the kernel up in the registry, rebuilds the case with
 // Kernel.FromTensors from every tensor that has no GotPrefix/WantPrefix,
 // sets ID, Kernel, Family, Seed, Key and Generator from the metadata, and
-// runs Kernel.Validate. It returns the case and the extra tensors: every
+// runs Kernel.Validate. Only kernel and params are required: a capture of a
+// live call (the Python package's capture and record) may lack case (the
+// case is then KERNEL/FILE-NAME, see captureFileCase), seed, key,
+// generator and every got./want. tensor. It returns the case and the extra tensors: every
 // tensor of the file that is not one of the case's inputs, by name.
 //
 // Nothing is read before it is bounded: the header length is checked
@@ -506,9 +510,9 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	fail := func(tensor, format string, args ...any) error {
 		return &CaptureError{Path: path, Tensor: tensor, Rule: fmt.Sprintf(format, args...)}
 	}
-	for _, key := range []string{MetaKernel, MetaCase, MetaParams} {
+	for _, key := range []string{MetaKernel, MetaParams} {
 		if meta[key] == "" {
-			return nil, nil, fail(captureMetaName(key), "missing (required: kernel, case, params)")
+			return nil, nil, fail(captureMetaName(key), "missing (required: kernel, params)")
 		}
 	}
 	params := json.RawMessage(meta[MetaParams])
@@ -543,6 +547,11 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 		return nil, nil, fail(captureMetaName(MetaKernel), "unknown kernel %q (registered: %s)", name, strings.Join(known, ", "))
 	}
 	id := meta[MetaCase]
+	if id == "" {
+		// A capture of a live call (kerneldiff.capture/record) need not
+		// name its case: it is the file's.
+		id = name + "/" + captureFileCase(path)
+	}
 	feed := make(map[string]*Tensor, len(sf.entries))
 	for n, e := range sf.entries {
 		if !strings.HasPrefix(n, GotPrefix) && !strings.HasPrefix(n, WantPrefix) {
@@ -604,6 +613,19 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	}
 	return c, extra, nil
 }
+
+// captureFileCase names the case of a capture without a "case" key after
+// its file: the base name without ".safetensors", every run of characters
+// outside [A-Za-z0-9._=-] made one "_".
+func captureFileCase(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), ".safetensors")
+	if s := strings.Trim(captureNameRE.ReplaceAllString(base, "_"), "_"); s != "" {
+		return s
+	}
+	return "capture"
+}
+
+var captureNameRE = regexp.MustCompile(`[^A-Za-z0-9._=-]+`)
 
 // captureCheckExtra checks that t, an extra tensor of a capture, names an
 // output of c (bare, or after GotPrefix/WantPrefix) with its dtype and shape.

@@ -60,6 +60,15 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 		}
 		return k, it.Case, nil
 	}
+	if it.Capture != "" {
+		c, _, err := ReadCapture(it.Capture)
+		if err != nil {
+			return nil, nil, err
+		}
+		k, _ := LookupKernel(c.Kernel) // ReadCapture found it
+		c.ID = it.Spec.ID()            // what --run matched, whatever the file's "case" says
+		return k, c, nil
+	}
 	spec := it.Spec
 	k, ok := LookupKernel(spec.Kernel)
 	if !ok {

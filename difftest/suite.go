@@ -62,6 +62,10 @@ func (e *SuiteError) Unwrap() error { return e.Err }
 type SuiteCase struct {
 	Spec CaseSpec
 	File string
+	// Capture, when set, is a capture file the case is read from as it
+	// runs (a suite that is a folder of captures, LoadCaptureDir) instead
+	// of being drawn from (seed, Spec).
+	Capture string
 }
 
 // Suite is an ordered, validated list of cases.

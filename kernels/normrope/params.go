@@ -43,7 +43,7 @@ type Params struct {
 	PageSize   int     `json:"page_size"`        // P, tokens per cache page, a power of two in [1, MaxPageSize]
 	NumPages   int     `json:"num_pages"`        // pages in the cache, ≥ 1, num_pages·page_bytes ≤ MaxCacheBytes
 	Eps        float32 `json:"eps"`              // norm epsilon, a positive normal f32 (1e-6 in both families)
-	Model      string  `json:"model"`            // YaRN table of the freqs input: "v32" or "v4" (informational for replay)
+	Model      string  `json:"model"`            // YaRN table of the freqs input: "v32" or "v4", or "" in a capture of a live call (informational for replay)
 }
 
 // Enumerated values of Params.
@@ -88,7 +88,8 @@ func Preset(name string, p int) (Params, error) {
 // scale_fmt other than "plain" with the BF16 store (the scale format
 // belongs to the FP8 store; a BF16 store has no scale), P not a power of
 // two in [1, MaxPageSize], num_pages < 1 or a cache over MaxCacheBytes,
-// eps not a positive normal f32 (checkEps), an unknown YaRN model, or a
+// eps not a positive normal f32 (checkEps), an unknown YaRN model (an
+// absent one is fine: it only names the table the freqs input holds), or a
 // preset label the configuration does not equal (see MatchPreset).
 func (p Params) Check() error {
 	switch {
@@ -111,8 +112,8 @@ func (p Params) Check() error {
 	case p.NumPages > MaxCacheBytes/p.PageBytes():
 		return difftest.Inputf("num_pages", nil, "%d pages of %d bytes (%s store, P=%d) exceed the cache limit of %d bytes (MaxCacheBytes): at most %d pages at this page size",
 			p.NumPages, p.PageBytes(), p.Store, p.PageSize, MaxCacheBytes, MaxCacheBytes/p.PageBytes())
-	case p.Model != ModelV32 && p.Model != ModelV4:
-		return difftest.Inputf("model", nil, "must be %q or %q, got %q", ModelV32, ModelV4, p.Model)
+	case p.Model != "" && p.Model != ModelV32 && p.Model != ModelV4:
+		return difftest.Inputf("model", nil, "must be %q, %q or absent (a capture of a live call: the freqs input is the table), got %q", ModelV32, ModelV4, p.Model)
 	}
 	if err := checkEps(float64(p.Eps)); err != nil {
 		return err

@@ -145,9 +145,13 @@ func gitCommit() string {
 	return rev
 }
 
-// loadSuite resolves --suite: an embedded suite name, or a file on disk
-// (anything with a path separator or a .toml suffix, or an existing file).
+// loadSuite resolves --suite: a folder of capture files (LoadCaptureDir),
+// an embedded suite name, or a file on disk (anything with a path
+// separator or a .toml suffix, or an existing file).
 func loadSuite(name string) (*difftest.Suite, error) {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return difftest.LoadCaptureDir(name)
+	}
 	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
 		return difftest.LoadSuiteFile(name)
 	}
@@ -161,7 +165,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	var f implFlags
 	f.register(fs)
-	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE|DIR`: an embedded suite (see difftest list suites), a TOML file, or a folder of capture files")
 	runRe := fs.String("run", "", "run only cases whose id matches `REGEXP`")
 	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
 	repeat := fs.Int("repeat", 1, "run seeds seed … seed+N−1")
