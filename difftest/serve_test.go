@@ -120,6 +120,7 @@ func TestServeMisbehaviour(t *testing.T) {
 		{"error-exit", difftest.Crash, "serveimpl: failing on purpose | second line", 0},
 		{"guard", difftest.Guard, "page_indices", 0},
 		{"write-input", difftest.InputModified, "scores", 0},
+		{"nondet", difftest.Nondeterministic, "runs with poison A and B disagree", 0},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			timeout := tc.timeout
