@@ -90,6 +90,16 @@ type workerProc struct {
 	out     *tail
 }
 
+// MaxFatbinBytes bounds a fatbin difftest reads (--fatbin, the worker,
+// info): the kernels' is under 1 MiB; a file beyond this, or one that is
+// not a regular file (/dev/zero, a FIFO), is refused before it is read.
+const MaxFatbinBytes = 256 << 20
+
+// readFatbin reads the fatbin at path within MaxFatbinBytes.
+func readFatbin(path string) ([]byte, error) {
+	return difftest.ReadFileLimit(path, MaxFatbinBytes)
+}
+
 // DriverEnv names the environment variable that, when set, is the
 // driver library the `cuda` and `emu` implementations and `difftest info`
 // dlopen instead of their default (a file path, or a soname searched as
@@ -189,12 +199,12 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
-	fb, err := os.ReadFile(abs)
+	fb, err := readFatbin(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
 		}
-		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("fatbin %s: %v", fatbin, err)}
 	}
 	if err := checkFatbinParams(fatbin, fb, entryParams()); err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}

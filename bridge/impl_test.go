@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,27 @@ func TestExitGraceAtClose(t *testing.T) {
 				t.Errorf("Close after %v: %v; killed = %v, want %v", time.Since(t0).Round(time.Millisecond), err, killed, tt.killed)
 			}
 		})
+	}
+}
+
+// A fatbin that is a device or too large is refused by its type or size
+// before it is read, naming the file (never read whole: /dev/zero).
+func TestFatbinBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.fatbin")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxFatbinBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/dev/zero", "fatbin /dev/zero: not a regular file (a character device)"},
+		{big, "above the limit"},
+	} {
+		_, err := NewImpl(difftest.ImplOptions{Fatbin: tc.path})
+		var re *difftest.RunError
+		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, tc.want) {
+			t.Errorf("%s: %v, want unavailable with %q", tc.path, err, tc.want)
+		}
 	}
 }

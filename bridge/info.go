@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -78,7 +77,7 @@ func writeBuild(w io.Writer) {
 
 func writeFatbin(w io.Writer, path string) []cuda.FatbinImage {
 	fmt.Fprintf(w, "fatbin: %s\n", path)
-	b, err := os.ReadFile(path)
+	b, err := readFatbin(path)
 	if err != nil {
 		fmt.Fprintf(w, "  unavailable: %v\n", err)
 		return nil

@@ -68,7 +68,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "cuda-worker: no protocol pipe on fd 3 (it runs under `difftest run --impl cuda`)")
 		return 2
 	}
-	image, err := os.ReadFile(*fatbin)
+	image, err := readFatbin(*fatbin)
 	if err != nil {
 		fmt.Fprintln(stderr, "cuda-worker:", err)
 		return 1

@@ -114,9 +114,13 @@ func (f *implFlags) header(impl difftest.Impl, suite string, seed uint64, repeat
 		}
 	}
 	if f.fatbin != "" && h.Properties[difftest.PropFatbin] == "" {
-		if data, err := os.ReadFile(f.fatbin); err == nil {
-			sum := sha256.Sum256(data)
-			h.Properties[difftest.PropFatbin] = hex.EncodeToString(sum[:])
+		// Streamed: a hash needs no bound, and a FIFO or device is refused.
+		if fb, _, err := difftest.OpenRegular(f.fatbin); err == nil {
+			hs := sha256.New()
+			if _, err := io.Copy(hs, fb); err == nil {
+				h.Properties[difftest.PropFatbin] = hex.EncodeToString(hs.Sum(nil))
+			}
+			fb.Close()
 		}
 	}
 	return h
