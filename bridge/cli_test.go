@@ -99,7 +99,7 @@ func TestInfoWithoutDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("info: %v\n%s", err, out)
 	}
-	for _, want := range []string{"build:", "go:        go1.", "fatbin: ", "unavailable: open", "device 0:", "unavailable: no CUDA driver: dlopen " + missingDriver} {
+	for _, want := range []string{"build:", "go:        go1.", "fatbin: ", "unavailable: stat ", "no such file or directory", "device 0:", "unavailable: no CUDA driver: dlopen " + missingDriver} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("info output lacks %q:\n%s", want, out)
 		}
