@@ -171,10 +171,13 @@ type Diagnosis struct {
 }
 
 // Diagnose runs every candidate of kernel k (Candidates) on case c and
-// returns those whose output differs from want (the reference's outputs:
-// the candidate's fault shows on this case) and is the same result as got
-// (the implementation's first-run outputs) by k's Matcher, or bytewise
-// for a kernel without one. A candidate gets fresh outputs filled with
+// returns those whose output is the same result as got (the
+// implementation's first-run outputs) by k's Matcher, or bytewise for a
+// kernel without one, and fails the case (its fault shows here: a byte
+// outside k.Written left the canary, or k.Check against want, the
+// reference's outputs, fails), so a candidate that passes is never named,
+// even where it equals an implementation that failed for another reason
+// (a guard band, a second run that disagrees). A candidate gets fresh outputs filled with
 // PoisonA (got's poison, also the canary of in-out outputs); an error, a
 // panic or an output of the wrong size is no match. A combination
 // (Candidate.Parts) is dropped when a candidate made of a proper subset of
@@ -207,7 +210,7 @@ func Diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 			break
 		}
 		d.Tried++
-		if ok && !same(outs, want) && same(outs, got) {
+		if ok && same(outs, got) && failsOn(k, c, outs, want) {
 			matched = append(matched, cand)
 		}
 	}
@@ -278,6 +281,33 @@ func runCandidate(ctx context.Context, deadline <-chan time.Time, c *Case, cand 
 	case <-ctx.Done():
 		return nil, false, "stopped"
 	}
+}
+
+// failsOn reports whether a candidate's outputs fail case c as an
+// implementation's would: a byte outside k.Written changed from the
+// canary (PoisonA), or k.Check against want fails. A Check that panics
+// counts as not failing (no match).
+func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
+	defer func() {
+		if recover() != nil {
+			fails = false
+		}
+	}()
+	written := k.Written(c)
+	if len(written) != len(outs) {
+		return false
+	}
+	untouched := make([][]Range, len(outs))
+	for i, o := range c.Outputs {
+		var err error
+		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
+			return false
+		}
+	}
+	if checkCanary(outs, untouched, PoisonA) != nil {
+		return true
+	}
+	return k.Check(c, outs, want).Failed()
 }
 
 // sameOutputs applies k's Matcher, or compares every byte.
