@@ -210,3 +210,55 @@ func TestDiagnoseTotalBudget(t *testing.T) {
 		t.Errorf("diagnosis %v, note %q", rec.Diagnosis, rec.DiagnosisNote)
 	}
 }
+
+// TestSelftestDiagnosis: the default subjects are each diagnosed as
+// themselves; a subject diagnosed as another name, or as nothing, fails
+// the selftest with a line saying so.
+func TestSelftestDiagnosis(t *testing.T) {
+	s := fakeSuite(t)
+	rows, ok, err := Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Kernels: []string{fakeName}})
+	if err != nil || !ok {
+		t.Fatalf("ok=%v err=%v", ok, err)
+	}
+	for _, r := range rows {
+		want := []string{r.Mutant}
+		if r.Mutant == "reference" {
+			want = nil
+		}
+		if !slices.Equal(r.Diagnosis, want) || !slices.Equal(r.Expect, want) {
+			t.Errorf("%s: diagnosed as %v, expects %v", r.Mutant, r.Diagnosis, r.Expect)
+		}
+	}
+	_, offByOne, _ := FindMutant("fake-off-by-one")
+	unknown := Mutant{Name: "unknown", Run: func(c *Case, outs []*Tensor) error {
+		fakeRun(c, outs, "")
+		outs[0].SetI32(0, 99)
+		return nil
+	}}
+	subjects := []SelftestSubject{
+		{Kernel: fakeName, Name: "fake-skip-last", Impl: MutantImpl{Kernel: fakeName, Mutant: offByOne}, Diagnose: []string{"fake-skip-last"}},
+		{Kernel: fakeName, Name: "unknown", Impl: MutantImpl{Kernel: fakeName, Mutant: unknown}, Diagnose: []string{"unknown"}},
+		{Kernel: fakeName, Name: "unchecked", Impl: MutantImpl{Kernel: fakeName, Mutant: unknown}},
+	}
+	rows, ok, err = Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Subjects: subjects})
+	if err != nil || ok {
+		t.Fatalf("ok=%v err=%v, want a failed selftest", ok, err)
+	}
+	if rows[0].OK() || rows[1].OK() || !rows[2].OK() {
+		t.Errorf("OK: %v %v %v, want false false true", rows[0].OK(), rows[1].OK(), rows[2].OK())
+	}
+	var b bytes.Buffer
+	if err := WriteSelftestTable(&b, rows, ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"fake-off-by-one (WRONG)",
+		"mutant fake-skip-last, caught by fake_scatter/ramp-8 (seed 1), is diagnosed as fake-off-by-one, not as fake-skip-last",
+		"mutant unknown, caught by fake_scatter/ramp-8 (seed 1), is diagnosed as nothing, not as unknown",
+		"selftest FAILED: 3 of 3 mutants caught, reference passes; 0 of 2 diagnosed as themselves",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, b.String())
+		}
+	}
+}
