@@ -186,8 +186,16 @@ type Diagnosis struct {
 // is abandoned (in-process code cannot be stopped; its buffers are its
 // own) and Note says how far it got. got or want nil gives no diagnosis.
 func Diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budget time.Duration) Diagnosis {
+	return diagnose(ctx, k, c, got, want, budget, nil)
+}
+
+// diagnose is Diagnose over the candidates named in only (all when nil).
+func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budget time.Duration, only []string) Diagnosis {
 	start := time.Now()
 	cands := Candidates(k)
+	if only != nil {
+		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !slices.Contains(only, c.Name) })
+	}
 	d := Diagnosis{Candidates: len(cands)}
 	if got == nil || want == nil {
 		return d
