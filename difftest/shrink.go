@@ -11,6 +11,7 @@ package difftest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -139,7 +140,7 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 		logf("original diagnosis: %v (every kept step must keep it)", res.Diagnosis)
 	}
 
-	seen := map[[32]byte]bool{InputDigest(c): true}
+	seen := map[[32]byte]bool{caseDigest(c): true}
 	cur := c
 	stopped := func() bool {
 		switch {
@@ -167,7 +168,7 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 			if berr != nil || next == nil {
 				continue
 			}
-			d := InputDigest(next)
+			d := caseDigest(next)
 			if seen[d] || inputBytes(next) > inputBytes(cur) {
 				continue
 			}
@@ -254,6 +255,14 @@ func ordinal(list []Reduction, i int) int {
 	return n
 }
 
+// caseDigest identifies a case's inputs and params: proposals that
+// change only a parameter (K, a page size, a configuration switch) are new
+// cases too.
+func caseDigest(c *Case) [32]byte {
+	in := InputDigest(c)
+	return sha256.Sum256(append(in[:], MarshalParams(c)...))
+}
+
 // inputBytes is the size of every input tensor of c.
 func inputBytes(c *Case) int {
 	n := 0
@@ -261,4 +270,52 @@ func inputBytes(c *Case) int {
 		n += len(t.Data)
 	}
 	return n
+}
+
+// SuiteEntryWriter is an optional interface of a Kernel: SuiteEntry
+// renders case c as one [[case]] table of a suite file (kernel, family,
+// name, params) from which NewCase rebuilds exactly c's inputs, with the
+// inputs embedded in the params (a shrunk case is not any generator's
+// draw).
+type SuiteEntryWriter interface {
+	SuiteEntry(c *Case, name string) (string, error)
+}
+
+// ErrNoSuiteEntry is wrapped by SuiteEntry's error for a kernel without
+// SuiteEntryWriter, or a case too large to embed.
+var ErrNoSuiteEntry = errors.New("no suite entry")
+
+// SuiteEntry renders c as a suite entry named name through its kernel's
+// SuiteEntryWriter. The entry is checked: parsed back (ParseSuite) and
+// drawn (GenerateCase), its inputs must have c's digest. Errors wrap
+// ErrNoSuiteEntry when the kernel has no writer; others are internal
+// faults of the writer.
+func SuiteEntry(c *Case, name string) (string, error) {
+	k, ok := LookupKernel(c.Kernel)
+	if !ok {
+		return "", fmt.Errorf("%w: unknown kernel %q", ErrNoSuiteEntry, c.Kernel)
+	}
+	w, ok := k.(SuiteEntryWriter)
+	if !ok {
+		return "", fmt.Errorf("%w: kernel %s cannot embed its inputs in a suite file", ErrNoSuiteEntry, c.Kernel)
+	}
+	entry, err := w.SuiteEntry(c, name)
+	if err != nil {
+		return "", err
+	}
+	cases, err := ParseSuite(name+".toml", []byte(entry))
+	if err != nil {
+		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not parse: %w", err)}
+	}
+	if len(cases) != 1 {
+		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry holds %d cases", len(cases))}
+	}
+	_, back, err := GenerateCase(Item{Seed: c.Seed, SuiteCase: cases[0]})
+	if err != nil {
+		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not draw: %w", err)}
+	}
+	if InputDigest(back) != InputDigest(c) {
+		return "", &InternalError{Case: c.ID, Err: errors.New("the suite entry draws other inputs than the case")}
+	}
+	return entry, nil
 }

@@ -24,6 +24,11 @@ var _ difftest.Reducer = Kernel{}
 // first and its single-position cuts only once it is short.
 const maxChunksPerLevel = 4096
 
+// maxZeroChunks bounds the chunks of one level of the zeroing pass, which
+// simplifies values rather than cutting them: it stops at chunks of L/64
+// positions (single positions only in rows of at most 64).
+const maxZeroChunks = 64
+
 // shrinkRow is one row of a case being shrunk: its valid scores [0, L),
 // the fill past L up to its stride, and its page-table row.
 type shrinkRow struct {
@@ -145,8 +150,9 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 // K+1 scores, delete position chunks (halving down to single positions,
 // at most maxChunksPerLevel per level), drop or cut its past-length fill;
 // per row, scores to small integers in the same key32 order (±0, ±inf,
-// NaN and subnormals kept), position chunks to +0, one distinct value
-// (1.0), half as many distinct values; then the identity page table, page
+// NaN and subnormals kept), position chunks to +0 (at most maxZeroChunks
+// per level), one distinct value (1.0, for a row with more than one),
+// half as many distinct values; then the identity page table, page
 // ids renumbered 0, 1, 2, … in order, and one page per row (P the next
 // power of two ≥ the stride; every row on page 0, or row b on page b).
 // A proposal that would not change the case fails to build.
@@ -231,7 +237,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		add(pre+"scores → small integers in the same order", fmt.Sprintf("row%d/ints", b), func(n *shrinkModel) bool {
 			return rankMap(n.rows[b].vals, 1)
 		})
-		for _, s := range chunkSizes(L, maxChunksPerLevel) {
+		for _, s := range chunkSizes(L, maxZeroChunks) {
 			for i := 0; i < L; i += s {
 				j := min(i+s, L)
 				add(pre+"positions "+span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
@@ -245,12 +251,14 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			}
 		}
 		add(pre+"every score → 1.0", fmt.Sprintf("row%d/one", b), func(n *shrinkModel) bool {
-			changed := false
-			for x := range n.rows[b].vals {
-				changed = changed || n.rows[b].vals[x] != 0x3F800000
-				n.rows[b].vals[x] = 0x3F800000
+			vals := n.rows[b].vals
+			if len(vals) == 0 || !slices.ContainsFunc(vals, func(x uint32) bool { return x != vals[0] }) {
+				return false // one distinct value already
 			}
-			return changed
+			for x := range vals {
+				vals[x] = 0x3F800000
+			}
+			return true
 		})
 		add(pre+"half as many distinct scores", fmt.Sprintf("row%d/fewer", b), func(n *shrinkModel) bool {
 			return rankMap(n.rows[b].vals, 2)
