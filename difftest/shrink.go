@@ -56,6 +56,10 @@ type ShrinkConfig struct {
 	Budget  time.Duration // all attempts together; 0 = DefaultShrinkBudget
 	// Log, when set, receives one line per attempt and per kept step.
 	Log func(line string)
+	// Enough, when set, stops shrinking as soon as the current case is
+	// small enough by the caller's measure (a test's stated bounds), with
+	// the Note "small enough".
+	Enough func(c *Case) bool
 }
 
 // ShrinkResult is what Shrink found.
@@ -98,8 +102,8 @@ var ErrNoReducer = errors.New("the kernel cannot shrink its cases")
 // coincide, so the shrunk case's full diagnosis, FinalDiagnosis, may name
 // more); after a kept one, the new case's proposals are
 // tried from the one with the kept Key and ordinal. It stops after a
-// round keeps nothing, when cfg.Budget is spent, or when ctx is done (the
-// Note says which), and returns the smallest case found with its record
+// round keeps nothing, when cfg.Budget is spent, when cfg.Enough says the
+// case is small enough, or when ctx is done (the Note says which), and returns the smallest case found with its record
 // and full diagnosis. Errors: ErrShrinkPasses, ErrNoReducer, an
 // *InternalError from the pipeline, a *RunError of class Unavailable, or
 // ctx's error.
@@ -144,6 +148,8 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 	cur := c
 	stopped := func() bool {
 		switch {
+		case cfg.Enough != nil && cfg.Enough(cur):
+			res.Note = "small enough"
 		case ctx.Err() != nil:
 			res.Note = "stopped: " + context.Cause(ctx).Error()
 		case time.Now().After(deadline):

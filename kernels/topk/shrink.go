@@ -144,18 +144,20 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 	return fmt.Sprintf("%d %s, L ≤ %d (%d scores), stride %d, K %d, P %d", p.Batch, rows, maxL, sum, p.Stride, p.K, p.P)
 }
 
-// Reductions lists the proposals for c (difftest.Reducer), in order:
-// drop row chunks (halves, quarters, …, single rows); K down to each
-// smaller entry point (EntryPointKs); per row, keep its first or last
-// K+1 scores, delete position chunks (halving down to single positions,
-// at most maxChunksPerLevel per level), drop or cut its past-length fill;
-// per row, scores to small integers in the same key32 order (±0, ±inf,
-// NaN and subnormals kept), position chunks to +0 (at most maxZeroChunks
-// per level), one distinct value (1.0, for a row with more than one),
-// half as many distinct values; then the identity page table, page
-// ids renumbered 0, 1, 2, … in order, and one page per row (P the next
-// power of two ≥ the stride; every row on page 0, or row b on page b).
-// A proposal that would not change the case fails to build.
+// Reductions lists the proposals for c (difftest.Reducer), the big cuts
+// and the single proposals first, the chunked passes last: drop row
+// chunks (halves, quarters, …, single rows); K down to each smaller entry
+// point (EntryPointKs); the past-length fill of every row cut to 0, 1,
+// half, a quarter, …; per row, keep its first or last K+1 scores; the
+// identity page table, page ids renumbered 0, 1, 2, … in order, one page
+// per row (P the next power of two ≥ the stride; every row on page 0, or
+// row b on page b); per row, scores to small integers in the same key32
+// order (±0, ±inf, NaN and subnormals kept), one distinct value (1.0, for
+// a row with more than one), half as many distinct values; per row,
+// delete position chunks (halving down to single positions, at most
+// maxChunksPerLevel per level); per row, position chunks to +0 (at most
+// maxZeroChunks per level). A proposal that would not change the case
+// fails to build.
 func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 	m, err := modelOf(c)
 	if err != nil {
@@ -171,7 +173,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			return n.build()
 		}})
 	}
-	B := len(m.rows)
+	B, K := len(m.rows), m.p.K
 	for _, s := range chunkSizes(B, B) {
 		for i := 0; i < B; i += s {
 			j := min(i+s, B)
@@ -185,32 +187,8 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		}
 	}
 	for _, k := range EntryPointKs {
-		if k < m.p.K {
-			add(fmt.Sprintf("K %d → %d", m.p.K, k), "K", func(n *shrinkModel) bool { n.p.K = k; return true })
-		}
-	}
-	K := m.p.K
-	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		if L > K+1 {
-			add(pre+fmt.Sprintf("keep its first %d scores", K+1), fmt.Sprintf("row%d/keep", b), func(n *shrinkModel) bool {
-				n.rows[b].vals = n.rows[b].vals[:K+1]
-				return true
-			})
-			add(pre+fmt.Sprintf("keep its last %d scores", K+1), fmt.Sprintf("row%d/keep", b), func(n *shrinkModel) bool {
-				n.rows[b].vals = n.rows[b].vals[L-K-1:]
-				return true
-			})
-		}
-		for _, s := range chunkSizes(L, maxChunksPerLevel) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"delete positions "+span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
-					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
-					return true
-				})
-			}
+		if k < K {
+			add(fmt.Sprintf("K %d → %d", K, k), "K", func(n *shrinkModel) bool { n.p.K = k; return true })
 		}
 	}
 	// The past-length fill: one length for every row at once (the stride
@@ -221,48 +199,27 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		T = max(T, len(r.tail))
 	}
 	for _, f := range append([]int{0}, chunkSizes(T, T)...) {
-		if f >= T {
-			continue
+		if f < T {
+			add(fmt.Sprintf("past-length fill → at most %d per row", f), "fill", func(n *shrinkModel) bool {
+				for b := range n.rows {
+					n.rows[b].tail = n.rows[b].tail[:min(f, len(n.rows[b].tail))]
+				}
+				return true
+			})
 		}
-		add(fmt.Sprintf("past-length fill → at most %d per row", f), "fill", func(n *shrinkModel) bool {
-			for b := range n.rows {
-				n.rows[b].tail = n.rows[b].tail[:min(f, len(n.rows[b].tail))]
-			}
-			return true
-		})
 	}
 	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		add(pre+"scores → small integers in the same order", fmt.Sprintf("row%d/ints", b), func(n *shrinkModel) bool {
-			return rankMap(n.rows[b].vals, 1)
-		})
-		for _, s := range chunkSizes(L, maxZeroChunks) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"positions "+span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
-					changed := false
-					for x := i; x < j; x++ {
-						changed = changed || n.rows[b].vals[x] != 0
-						n.rows[b].vals[x] = 0
-					}
-					return changed
-				})
-			}
+		if L := len(r.vals); L > K+1 {
+			pre := fmt.Sprintf("row %d: ", b)
+			add(pre+fmt.Sprintf("keep its first %d scores", K+1), fmt.Sprintf("row%d/keep", b), func(n *shrinkModel) bool {
+				n.rows[b].vals = n.rows[b].vals[:K+1]
+				return true
+			})
+			add(pre+fmt.Sprintf("keep its last %d scores", K+1), fmt.Sprintf("row%d/keep", b), func(n *shrinkModel) bool {
+				n.rows[b].vals = n.rows[b].vals[L-K-1:]
+				return true
+			})
 		}
-		add(pre+"every score → 1.0", fmt.Sprintf("row%d/one", b), func(n *shrinkModel) bool {
-			vals := n.rows[b].vals
-			if len(vals) == 0 || !slices.ContainsFunc(vals, func(x uint32) bool { return x != vals[0] }) {
-				return false // one distinct value already
-			}
-			for x := range vals {
-				vals[x] = 0x3F800000
-			}
-			return true
-		})
-		add(pre+"half as many distinct scores", fmt.Sprintf("row%d/fewer", b), func(n *shrinkModel) bool {
-			return rankMap(n.rows[b].vals, 2)
-		})
 	}
 	add("identity page table", "pages/identity", func(n *shrinkModel) bool {
 		changed := false
@@ -291,6 +248,55 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 				}
 				return true
 			})
+		}
+	}
+	for b := range m.rows {
+		pre := fmt.Sprintf("row %d: ", b)
+		add(pre+"scores → small integers in the same order", fmt.Sprintf("row%d/ints", b), func(n *shrinkModel) bool {
+			return rankMap(n.rows[b].vals, 1)
+		})
+		add(pre+"every score → 1.0", fmt.Sprintf("row%d/one", b), func(n *shrinkModel) bool {
+			vals := n.rows[b].vals
+			if len(vals) == 0 || !slices.ContainsFunc(vals, func(x uint32) bool { return x != vals[0] }) {
+				return false // one distinct value already
+			}
+			for x := range vals {
+				vals[x] = 0x3F800000
+			}
+			return true
+		})
+		add(pre+"half as many distinct scores", fmt.Sprintf("row%d/fewer", b), func(n *shrinkModel) bool {
+			return rankMap(n.rows[b].vals, 2)
+		})
+	}
+	for b, r := range m.rows {
+		L := len(r.vals)
+		pre := fmt.Sprintf("row %d: ", b)
+		for _, s := range chunkSizes(L, maxChunksPerLevel) {
+			for i := 0; i < L; i += s {
+				j := min(i+s, L)
+				add(pre+"delete positions "+span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
+					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
+					return true
+				})
+			}
+		}
+	}
+	for b, r := range m.rows {
+		L := len(r.vals)
+		pre := fmt.Sprintf("row %d: ", b)
+		for _, s := range chunkSizes(L, maxZeroChunks) {
+			for i := 0; i < L; i += s {
+				j := min(i+s, L)
+				add(pre+"positions "+span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
+					changed := false
+					for x := i; x < j; x++ {
+						changed = changed || n.rows[b].vals[x] != 0
+						n.rows[b].vals[x] = 0
+					}
+					return changed
+				})
+			}
 		}
 	}
 	return rs
