@@ -41,6 +41,24 @@ func TestShrinkMutant(t *testing.T) {
 	if code != 1 || !strings.Contains(rout, "behaves like topk-page-row0") {
 		t.Errorf("replay: exit %d\n%s", code, rout)
 	}
+	// The suite entry: its replay line runs it, to the same failure; the
+	// reference passes it.
+	entry := filepath.Join(dir, "gaussian-k8-shrunk.toml")
+	line := "replay:  difftest run --suite " + entry + " --seed 1 --impl mutant:topk-page-row0 --run '^topk_transform/gaussian-k8-shrunk$'\n"
+	if !strings.Contains(out, "suite:   "+entry+"\n") || !strings.Contains(out, line) {
+		t.Errorf("stdout has no suite entry and its replay line %q:\n%s", line, out)
+	}
+	data, err := os.ReadFile(entry)
+	if err != nil || !strings.Contains(string(data), `family = "literal"`) {
+		t.Fatalf("%s: %v\n%s", entry, err, data)
+	}
+	code, sout, _ := run(t, "run", "--suite", entry, "--impl", "mutant:topk-page-row0")
+	if code != 1 || !strings.Contains(sout, "behaves like topk-page-row0") {
+		t.Errorf("run the suite entry: exit %d\n%s", code, sout)
+	}
+	if code, sout, _ = run(t, "run", "--suite", entry, "--impl", "reference"); code != 0 {
+		t.Errorf("the reference on the suite entry: exit %d\n%s", code, sout)
+	}
 	// A capture file shrinks too (already small: nothing more to keep).
 	code, out, errs = run(t, "shrink", capture, "--impl", "mutant:topk-page-row0", "-o", dir, "-v")
 	if code != 0 || !strings.Contains(out, "0 step(s) kept") || !strings.Contains(errs, "shrink:   no ") {
