@@ -16,7 +16,8 @@ import (
 // failing default-suite case (seed 1) shrinks, within a minute, to one
 // token (the issue asks for one to eight) in one page with one freqs row
 // and x_stride 128, still fails with the same class, is still diagnosed
-// as the mutant, and its capture replays to the same verdict. The table
+// as the mutant, renders as a suite entry that draws the same inputs, and
+// its capture replays to the same verdict. The table
 // is logged (go test -v -run TestShrinkEveryMutant).
 func TestShrinkEveryMutant(t *testing.T) {
 	specs := loadSuite(t, "default")
@@ -59,6 +60,10 @@ func TestShrinkEveryMutant(t *testing.T) {
 			}
 			if !slices.Contains(res.FinalDiagnosis, m.Name) {
 				t.Errorf("diagnosis %v → %v, want %s", res.Diagnosis, res.FinalDiagnosis, m.Name)
+			}
+			// The suite entry draws the same inputs (SuiteEntry checks it).
+			if _, err := difftest.SuiteEntry(s, "shrunk"); err != nil {
+				t.Errorf("suite entry: %v", err)
 			}
 			path, err := difftest.SaveCapture(t.TempDir(), s, res.Outcome)
 			if err != nil {

@@ -94,6 +94,10 @@ func TestShrinkEveryMutant(t *testing.T) {
 			if !slices.Contains(res.FinalDiagnosis, m.Name) || !slices.Contains(res.Diagnosis, m.Name) {
 				t.Errorf("diagnosis %v → %v, want %s in both", res.Diagnosis, res.FinalDiagnosis, m.Name)
 			}
+			// The suite entry draws the same inputs (SuiteEntry checks it).
+			if _, err := difftest.SuiteEntry(s, "shrunk"); err != nil {
+				t.Errorf("suite entry: %v", err)
+			}
 			// The capture replays to the same verdict.
 			path, err := difftest.SaveCapture(t.TempDir(), s, res.Outcome)
 			if err != nil {
