@@ -173,18 +173,21 @@ type Diagnosis struct {
 // Diagnose runs every candidate of kernel k (Candidates) on case c and
 // returns those whose output is the same result as got (the
 // implementation's first-run outputs) by k's Matcher, or bytewise for a
-// kernel without one, and fails the case (its fault shows here: a byte
-// outside k.Written left the canary, or k.Check against want, the
-// reference's outputs, fails), so a candidate that passes is never named,
-// even where it equals an implementation that failed for another reason
-// (a guard band, a second run that disagrees). A candidate gets fresh outputs filled with
-// PoisonA (got's poison, also the canary of in-out outputs); an error, a
-// panic or an output of the wrong size is no match. A combination
-// (Candidate.Parts) is dropped when a candidate made of a proper subset of
-// its parts also matches. Candidates run one after another until budget
-// (≤ 0: no limit) is spent or ctx is done; a candidate still running then
-// is abandoned (in-process code cannot be stopped; its buffers are its
-// own) and Note says how far it got. got or want nil gives no diagnosis.
+// kernel without one, and which fail the case themselves: a byte outside
+// k.Written left the canary, or k.Check against want (the reference's
+// outputs) fails. So a candidate that passes is never named, not even
+// where it equals an implementation that failed for another reason (a
+// guard band, a second run that disagrees). Check runs only for the
+// candidates whose output equals got.
+//
+// A candidate gets fresh outputs filled with PoisonA (got's poison, also
+// the canary of in-out outputs); an error, a panic or an output of the
+// wrong size is no match. A combination (Candidate.Parts) is dropped when
+// a candidate made of a proper subset of its parts also matches.
+// Candidates run one after another until budget (≤ 0: no limit) is spent
+// or ctx is done; a candidate still running then is abandoned (in-process
+// code cannot be stopped; its buffers are its own) and Note says how far
+// it got. got or want nil gives no diagnosis.
 func Diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budget time.Duration) Diagnosis {
 	return diagnose(ctx, k, c, got, want, budget, nil)
 }

@@ -79,7 +79,7 @@ type ShrinkResult struct {
 	OriginalBytes, ShrunkBytes int      // bytes of all input tensors
 	Elapsed                    time.Duration
 	// Note, when set, says why shrinking stopped before it ran out of
-	// proposals (the budget was spent, or it was stopped).
+	// proposals: the budget was spent, Enough held, or it was stopped.
 	Note string
 }
 
@@ -95,18 +95,19 @@ var ErrNoReducer = errors.New("the kernel cannot shrink its cases")
 // (CaseRun) under cfg.Impl: a pass is ErrShrinkPasses; otherwise the
 // failure class and the diagnosis (Diagnose, without a time limit) are the
 // target. Then, in rounds, it tries k's Reductions of the current case in
-// order; a proposal is kept when it validates, is not a case seen before,
-// has no more input bytes, and fails with the target class under
-// cfg.Impl, still diagnosed as every name of the original diagnosis (only
-// those candidates run per attempt; on a smaller case more faults can
-// coincide, so the shrunk case's full diagnosis, FinalDiagnosis, may name
-// more); after a kept one, the new case's proposals are
-// tried from the one with the kept Key and ordinal. It stops after a
-// round keeps nothing, when cfg.Budget is spent, when cfg.Enough says the
-// case is small enough, or when ctx is done (the Note says which), and returns the smallest case found with its record
-// and full diagnosis. Errors: ErrShrinkPasses, ErrNoReducer, an
-// *InternalError from the pipeline, a *RunError of class Unavailable, or
-// ctx's error.
+// order. A proposal is kept when it validates, is not a case seen before,
+// has no more input bytes, and fails under cfg.Impl with the target class,
+// still diagnosed as every name of the original diagnosis (only those
+// candidates run per attempt; on a smaller case more faults can coincide,
+// so the shrunk case's full diagnosis, FinalDiagnosis, may name more).
+// After a kept one, the new case's proposals are tried from the one with
+// the kept Key and ordinal. It stops after a round keeps nothing, when
+// cfg.Budget is spent, when cfg.Enough says the case is small enough, or
+// when ctx is done (the Note says which), and returns the smallest case
+// found with its record and full diagnosis. Errors: ErrShrinkPasses,
+// ErrNoReducer, an *InternalError from the pipeline on the original case,
+// a *RunError of class Unavailable, or ctx's error. (An internal error on
+// a proposal skips that proposal: it is logged.)
 func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkResult, error) {
 	start := time.Now()
 	red, ok := k.(Reducer)
