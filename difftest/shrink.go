@@ -104,10 +104,12 @@ var ErrNoReducer = errors.New("the kernel cannot shrink its cases")
 // the kept Key and ordinal. It stops after a round keeps nothing, when
 // cfg.Budget is spent, when cfg.Enough says the case is small enough, or
 // when ctx is done (the Note says which), and returns the smallest case
-// found with its record and full diagnosis. Errors: ErrShrinkPasses,
-// ErrNoReducer, an *InternalError from the pipeline on the original case,
-// a *RunError of class Unavailable, or ctx's error. (An internal error on
-// a proposal skips that proposal: it is logged.)
+// found with its record and full diagnosis (after ctx is done, the
+// diagnosis of the smallest case is cut short too). Errors:
+// ErrShrinkPasses, ErrNoReducer, an *InternalError from the pipeline on
+// the original case, a *RunError of class Unavailable, or ctx's error on
+// the original case. (An internal error on a proposal skips that
+// proposal: it is logged.)
 func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkResult, error) {
 	start := time.Now()
 	red, ok := k.(Reducer)
@@ -188,7 +190,11 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 			nrec, nout, rerr := run(next)
 			if rerr != nil {
 				var re *RunError
-				if errors.As(rerr, &re) && re.Class == Unavailable || ctx.Err() != nil {
+				if ctx.Err() != nil {
+					stopped() // the Note says so; the smallest case so far is returned
+					break
+				}
+				if errors.As(rerr, &re) && re.Class == Unavailable {
 					return nil, rerr
 				}
 				// A reference or comparator fault on a reduced case is the

@@ -23,7 +23,8 @@ const shrinkUsage = "shrink (FILE.safetensors | --suite S --run ID [--seed N]) -
 // reproducer was written; 2 usage, a bad suite or capture, a selection
 // that is not exactly one case, or a case the implementation passes
 // (nothing to shrink); 125 nothing could be tested (the implementation is
-// unavailable, an internal error); 128 + N stopped by signal N.
+// unavailable, an internal error); 128 + N stopped by signal N (the
+// smallest case found so far is written first).
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("shrink", stderr)
 	var f implFlags
@@ -104,6 +105,10 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	res, err := difftest.Shrink(ctx, k, c, difftest.ShrinkConfig{Impl: impl, Timeout: f.timeout, Budget: *budget, Log: log})
 	if in, stopped := difftest.InterruptedBy(ctx); stopped {
+		// What was shrunk so far is still a reproducer: write it.
+		if err == nil {
+			writeShrunk(ctx, &f, res, *outDir, stdout, stderr)
+		}
 		fmt.Fprintf(stderr, "difftest: shrink %v\n", in)
 		return in.ExitCode()
 	}
