@@ -49,6 +49,14 @@ type Record struct {
 	// ReplayCapture is the command that replays Capture with the same
 	// implementation and flags (see ReplayCaptureCommand).
 	ReplayCapture string `json:"replay_capture,omitempty"`
+	// Diagnosis names the catalog mutants and semantic variants whose
+	// output on this failing case is the implementation's (Diagnose):
+	// "behaves like" hints, never a verdict. Empty when none is, or the
+	// case passed or was not diagnosed.
+	Diagnosis []string `json:"diagnosis,omitempty"`
+	// DiagnosisNote says why a failing case's diagnosis is incomplete or
+	// was not made (the budget was spent); empty otherwise.
+	DiagnosisNote string `json:"diagnosis_note,omitempty"`
 }
 
 // Failed reports whether the record's verdict is a failure.

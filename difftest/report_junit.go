@@ -160,11 +160,14 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 	return err
 }
 
-// failureDetails is the body of a <failure>: message, key metric, all
+// failureDetails is the body of a <failure>: message, diagnosis, key metric, all
 // metrics (JSON, keys sorted), worst elements, replay command(s).
 func failureDetails(r *Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", SafeText(string(r.Class)), SafeLine(r.Message))
+	for _, l := range DiagnosisLines(r) {
+		b.WriteString(l + "\n")
+	}
 	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, SafeText(r.InputSHA256), r.GeneratorVersion)
 	if len(r.Params) > 0 {
 		fmt.Fprintf(&b, "params: %s\n", SafeText(string(r.Params)))

@@ -85,7 +85,8 @@ func fmtDuration(d time.Duration) string {
 //	FAIL    topk_transform/ties-k         mismatch  missing=1       ~2.31ms ¹
 //
 // with a SEED column after CASE when the records ran under more than one
-// seed (--repeat); then, per failure, its message, worst elements and
+// seed (--repeat); then, per failure, its message, its diagnosis
+// ("behaves like NAME: what it does", DiagnosisLines), worst elements and
 // replay command(s); then numbered warnings; then, for a run on the
 // emulated driver (PropEmulated), a line "emulated: WHAT RAN"; then
 // "N passed, M failed (class n, …) in T". A record without kernel time
@@ -146,6 +147,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		b.WriteString("\nfailures:\n")
 		for _, r := range failed {
 			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", SafeText(r.Case), r.Seed, SafeText(string(r.Class)), SafeLine(r.Message))
+			for _, l := range DiagnosisLines(r) {
+				fmt.Fprintf(&b, "    %s\n", l)
+			}
 			for _, e := range r.Worst {
 				fmt.Fprintf(&b, "    %s\n", worstLine(e))
 			}

@@ -38,6 +38,10 @@ type Config struct {
 	OnRecord func(rec *Record) error
 	// Progress, when set, is called after each case.
 	Progress func(done, total, failed int, elapsed time.Duration)
+	// Diagnose, when set, diagnoses each failing case whose implementation
+	// returned outputs (Diagnose, within its budgets) into the record's
+	// Diagnosis and DiagnosisNote; nil diagnoses nothing.
+	Diagnose *DiagnoseConfig
 }
 
 // GenerateCase draws the inputs of item it (key = rng.CaseKey(seed, id))
@@ -162,6 +166,9 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 	out, err := cr.RunCase(ctx, k, c, rec)
 	if err != nil {
 		return nil, err
+	}
+	if rec.Failed() && cfg.Diagnose != nil {
+		diagnoseRecord(ctx, cfg.Diagnose, k, c, out, rec)
 	}
 	rec.WallTime = time.Since(t0)
 	rec.KeyMetric = KeyMetric(k, rec)

@@ -25,11 +25,33 @@ type SelftestRow struct {
 	Message string        `json:"message,omitempty"`
 	Cases   int           `json:"cases"` // cases run
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Diagnosis is what Diagnose named on the case that caught the
+	// mutant; DiagnosisNote why it is incomplete, if it is.
+	Diagnosis     []string `json:"diagnosis,omitempty"`
+	DiagnosisNote string   `json:"diagnosis_note,omitempty"`
+	// Expect, when set, lists the names any one of which the diagnosis
+	// must contain (SelftestSubject.Diagnose).
+	Expect []string `json:"expect_diagnosis,omitempty"`
 }
 
 // OK reports whether the row is as it must be: a mutant caught, the
-// reference not.
-func (r SelftestRow) OK() bool { return r.Caught != (r.Mutant == "reference") }
+// reference not; and, for a row with Expect, the catching case diagnosed
+// as one of Expect.
+func (r SelftestRow) OK() bool {
+	if r.Caught == (r.Mutant == "reference") {
+		return false
+	}
+	return !r.Caught || len(r.Expect) == 0 || r.diagnosedAsExpected()
+}
+
+func (r SelftestRow) diagnosedAsExpected() bool {
+	for _, e := range r.Expect {
+		if contains(r.Diagnosis, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // SelftestConfig configures Selftest.
 type SelftestConfig struct {
@@ -44,6 +66,9 @@ type SelftestConfig struct {
 	// reference and every catalog mutant): for example the cuda
 	// implementation and its -DKD_FAULT builds. Kernels still filters.
 	Subjects []SelftestSubject
+	// DiagnoseBudget is the time the diagnosis of each caught subject's
+	// case may take; ≤ 0 means no limit.
+	DiagnoseBudget time.Duration
 }
 
 // SelftestSubject is one implementation the selftest runs on the suite's
@@ -54,16 +79,26 @@ type SelftestSubject struct {
 	Name   string // "reference", or the mutant or fault build name
 	Fault  string // one line: what is wrong ("" for the reference)
 	Impl   Impl
+	// Diagnose, when set, lists the names (the mutant itself, or a
+	// listed equivalent) one of which Diagnose must name on the case that
+	// caught the subject; a subject diagnosed as nothing or only as others
+	// fails the selftest. Nil does not check the diagnosis (it is still
+	// reported).
+	Diagnose []string
 }
 
 // DefaultSelftestSubjects returns, per registered kernel in name order,
-// the reference and then the kernel's catalog mutants.
+// the reference and then the kernel's catalog mutants, each of which must
+// be diagnosed as itself on the case that catches it (a variant that is
+// an alias of a mutant is never run by the diagnosis, so the mutant's own
+// name is the one to expect).
 func DefaultSelftestSubjects() []SelftestSubject {
 	var subs []SelftestSubject
 	for _, k := range Kernels() {
 		subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: "reference", Impl: ReferenceImpl{}})
 		for _, m := range k.Mutants() {
-			subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: m.Name, Fault: m.Fault, Impl: MutantImpl{Kernel: k.Name(), Mutant: m}})
+			subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: m.Name, Fault: m.Fault, Impl: MutantImpl{Kernel: k.Name(), Mutant: m},
+				Diagnose: []string{m.Name}})
 		}
 	}
 	return subs
@@ -95,7 +130,7 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok b
 		if !found {
 			return nil, false, &InternalError{Err: fmt.Errorf("selftest subject %s: unknown kernel %q", sub.Name, sub.Kernel)}
 		}
-		jobs = append(jobs, job{k, sub.Impl, SelftestRow{Kernel: sub.Kernel, Mutant: sub.Name, Fault: sub.Fault}})
+		jobs = append(jobs, job{k, sub.Impl, SelftestRow{Kernel: sub.Kernel, Mutant: sub.Name, Fault: sub.Fault, Expect: sub.Diagnose}})
 	}
 	rows = make([]SelftestRow, len(jobs))
 	errs := make([]error, len(jobs))
@@ -143,12 +178,17 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k Kernel, impl Impl, r
 			return row, err
 		}
 		rec := NewRecord(c, impl.Name())
-		if _, err := cr.RunCase(ctx, k, c, rec); err != nil {
+		out, err := cr.RunCase(ctx, k, c, rec)
+		if err != nil {
 			return row, err
 		}
 		row.Cases++
 		if rec.Failed() {
 			row.Caught, row.Case, row.Seed, row.Class, row.Message = true, rec.Case, rec.Seed, rec.Class, rec.Message
+			if row.Mutant != "reference" {
+				d := Diagnose(ctx, k, c, out.Got, out.Want, cfg.DiagnoseBudget)
+				row.Diagnosis, row.DiagnosisNote = d.Matches, d.Note
+			}
 			break
 		}
 	}
@@ -158,15 +198,17 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k Kernel, impl Impl, r
 
 // WriteSelftestTable prints the rows as an aligned table
 //
-//	KERNEL          MUTANT              CAUGHT  CASE                      CHECK
-//	topk_transform  reference           passed  (41 cases)                -
-//	topk_transform  topk-tie-hole       yes     topk_transform/ties-k     mismatch
+//	KERNEL          MUTANT              CAUGHT  CASE                      CHECK     DIAGNOSED AS
+//	topk_transform  reference           passed  (41 cases)                -         -
+//	topk_transform  topk-tie-hole       yes     topk_transform/ties-k     mismatch  topk-tie-hole
 //
+// (DIAGNOSED AS: what Diagnose named on the catching case, "nothing" when
+// it named none, marked "(WRONG)" when the row expects another name),
 // followed by one line per row that is not OK, and a verdict line.
 func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
-	table := [][]string{{"KERNEL", "MUTANT", "CAUGHT", "CASE", "CHECK", "TIME"}}
+	table := [][]string{{"KERNEL", "MUTANT", "CAUGHT", "CASE", "CHECK", "DIAGNOSED AS", "TIME"}}
 	var bad []string
-	caught, mutants := 0, 0
+	caught, mutants, expect, diagnosed := 0, 0, 0, 0
 	for _, r := range rows {
 		status, where, check := "no", fmt.Sprintf("(%d cases)", r.Cases), "-"
 		if r.Mutant == "reference" {
@@ -183,15 +225,41 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 				status = "NO"
 			}
 		}
+		if len(r.Expect) > 0 && r.Mutant != "reference" {
+			expect++
+			if r.Caught && r.diagnosedAsExpected() {
+				diagnosed++
+			}
+		}
+		diag := "-"
 		if r.Caught {
 			where, check = r.Case, string(r.Class)
+			if r.Mutant != "reference" {
+				diag = strings.Join(r.Diagnosis, ", ")
+				if diag == "" {
+					diag = "nothing"
+				}
+				if len(r.Expect) > 0 && !r.diagnosedAsExpected() {
+					diag += " (WRONG)"
+				}
+			}
 		}
-		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, fmtDuration(r.Elapsed)})
+		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, SafeText(diag), fmtDuration(r.Elapsed)})
 		if !r.OK() {
-			if r.Mutant == "reference" {
+			switch {
+			case r.Mutant == "reference":
 				bad = append(bad, fmt.Sprintf("the %s reference fails %s (seed %d): %s: %s", r.Kernel, r.Case, r.Seed, r.Class, SafeLine(r.Message)))
-			} else {
+			case !r.Caught:
 				bad = append(bad, fmt.Sprintf("mutant %s (%s) passed all %d cases of %s", r.Mutant, r.Fault, r.Cases, r.Kernel))
+			default:
+				what := "nothing"
+				if len(r.Diagnosis) > 0 {
+					what = strings.Join(r.Diagnosis, ", ")
+				}
+				if r.DiagnosisNote != "" {
+					what += " (" + r.DiagnosisNote + ")"
+				}
+				bad = append(bad, fmt.Sprintf("mutant %s, caught by %s (seed %d), is diagnosed as %s, not as %s", r.Mutant, r.Case, r.Seed, SafeLine(what), strings.Join(r.Expect, " or ")))
 			}
 		}
 	}
@@ -222,7 +290,11 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 	if !ok {
 		verdict = "selftest FAILED"
 	}
-	fmt.Fprintf(&b, "\n%s: %d of %d mutants caught, reference %s\n", verdict, caught, mutants, refWord(rows))
+	fmt.Fprintf(&b, "\n%s: %d of %d mutants caught, reference %s", verdict, caught, mutants, refWord(rows))
+	if expect > 0 {
+		fmt.Fprintf(&b, "; %d of %d diagnosed as themselves", diagnosed, expect)
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

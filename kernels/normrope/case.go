@@ -35,6 +35,7 @@ type gen struct {
 	w, b   *difftest.Tensor
 	pos    *difftest.Tensor
 	loc    *difftest.Tensor
+	lit    *literal // family literal: the inputs the entry gives
 }
 
 // NewCase draws the case spec describes (see Families for the input
@@ -77,16 +78,28 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	for i, v := range freqs {
 		ft.SetF32(i, v)
 	}
-	return &difftest.Case{
+	c := &difftest.Case{
 		ID: spec.ID(), Kernel: KernelName, Family: spec.Family, Seed: seed, Key: key, Params: g.p,
 		Inputs:  []*difftest.Tensor{g.x, g.w, g.b, ft, g.pos, g.loc},
 		Outputs: outputsOf(g.p),
-	}, nil
+	}
+	if g.lit != nil {
+		if err := g.lit.apply(c); err != nil {
+			return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+		}
+	}
+	return c, nil
 }
 
 // CheckSpec returns the error NewCase would return for spec, for every
 // seed, without drawing or allocating anything (difftest.SpecChecker).
 func CheckSpec(spec difftest.CaseSpec) error {
+	if spec.Family == FamilyLiteral {
+		// A literal entry's inputs are in the entry: NewCase builds them
+		// without drawing (small: what one pastes) and validates them.
+		_, err := NewCase(spec, 0, 0)
+		return err
+	}
 	_, _, err := plan(spec)
 	return err
 }
@@ -119,6 +132,9 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 	g.n = pp.Int("N", 96)
 	g.stride = pp.Int("x_stride", Dim)
 	g.holes = pp.Bool("holes", true)
+	if spec.Family == FamilyLiteral {
+		g.lit = readLiteral(pp)
+	}
 	maxPos, hasMaxPos := 0, spec.Params["max_pos"] != nil
 	if hasMaxPos {
 		maxPos = pp.Int("max_pos", 0)
@@ -172,6 +188,11 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 			return fail(fmt.Errorf("family %s: %w", spec.Family, err))
 		}
 	}
+	if g.lit != nil {
+		if err := g.lit.decode(g); err != nil {
+			return fail(err)
+		}
+	}
 	return g, fam, nil
 }
 
@@ -205,7 +226,11 @@ func (g *gen) defaults() {
 	ls := rng.NewStream(g.key, streamOutLoc, 0)
 	perm := ls.Perm(g.p.NumSlots())
 	for t := 0; t < g.n; t++ {
-		g.loc.SetI64(t, int64(perm[t]))
+		v := int64(-1) // only FamilyLiteral may have fewer slots than tokens
+		if t < len(perm) {
+			v = int64(perm[t])
+		}
+		g.loc.SetI64(t, v)
 	}
 	g.punchHoles()
 	for t := 0; t < g.n; t++ {

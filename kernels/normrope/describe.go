@@ -24,7 +24,7 @@ func describeParams(family string) []difftest.ParamInfo {
 	if family == "slots" {
 		numPages = "int, default room for (2·ceil(N/2) + 1)·P slots: cache pages; num_pages·page_bytes ≤ MaxCacheBytes"
 	}
-	return []difftest.ParamInfo{
+	ps := []difftest.ParamInfo{
 		{Name: "preset", Doc: `string, default "v4": v32, v4 or v4-bf16; the params below override it`},
 		{Name: "norm", Doc: `string, default the preset's: rms or layer`},
 		{Name: "rope_offset", Doc: "int, default the preset's: first RoPE dim, 0 or 64"},
@@ -41,6 +41,10 @@ func describeParams(family string) []difftest.ParamInfo {
 		{Name: "num_pages", Doc: numPages},
 		{Name: "holes", Doc: "bool, default true: about 1/8 of the tokens (never the last) get out_loc −1"},
 	}
+	if family == FamilyLiteral {
+		ps = append(ps, literalParams...)
+	}
+	return ps
 }
 
 // DescribeFamilies documents every family of Families, in that order,

@@ -34,8 +34,9 @@ func defaultMaxPos(Params) int { return 4096 }
 func defaultSlots(n, _ int) int { return n + max(1, n/8) }
 
 var families = map[string]family{
-	"gaussian": {doc: "x ~ N(0, σ²), σ = 2^k per token, k uniform in [−4, 4]", fill: fillGaussian},
-	"zero":     {doc: "every x is +0 (rms: z = 0, the scale floor decides)", fill: func(g *gen) {}},
+	FamilyLiteral: {dontCareOK: true, slots: literalSlots, doc: "the inputs written out in the entry (difftest shrink writes these): x as bf16 bits, weight, bias and freqs as f32 bits, positions and out_loc as integers", fill: fillLiteral},
+	"gaussian":    {doc: "x ~ N(0, σ²), σ = 2^k per token, k uniform in [−4, 4]", fill: fillGaussian},
+	"zero":        {doc: "every x is +0 (rms: z = 0, the scale floor decides)", fill: func(g *gen) {}},
 	"constant": {doc: "each token one value c ≠ 0 repeated, |c| = 2^k·N(0,1), k in [−20, 20] (layer: variance 0, y = bias)", fill: func(g *gen) {
 		g.rows(func(t int, s *rng.Stream) {
 			c := math.Ldexp(s.Normal(), s.Intn(41)-20)

@@ -25,7 +25,7 @@ type sim32 struct {
 	recip    bool   // codes as z·(1/scale) instead of z/scale
 	welford  bool   // LayerNorm mean and variance by Welford's running update (as PyTorch's layer_norm kernels)
 	onePass  bool   // LayerNorm variance as E[x²] − mean² (one pass; not a legitimate kernel: it cancels when |mean| ≫ std)
-	fault    string // a mutant name of mutants.go, or ""
+	fault    string // a mutant name of mutants.go, a variant name of variants.go, or ""
 }
 
 // sum32 adds v in float32, left to right or pairwise.
@@ -259,6 +259,8 @@ func (s sim32) storeFP8(p Params, cache []byte, slot int, z *[Dim]float32) {
 			code = numeric.E4M3FromF32(numeric.F16ToF32(numeric.F16FromF32(q)))
 		case s.fault == "fp8-no-saturate" && math.Abs(float64(q)) > numeric.E4M3Max:
 			code = 0x7F | uint8(math.Float32bits(q)>>24)&0x80
+		case s.fault == variantE4M3Truncate:
+			code = e4m3Truncate(q)
 		default:
 			code = numeric.E4M3FromF32(q)
 		}

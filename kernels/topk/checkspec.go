@@ -26,6 +26,12 @@ func (Kernel) CheckSpec(spec difftest.CaseSpec) error {
 	if !ok {
 		return fmt.Errorf("case %s: unknown family %q (known: %v)", spec.ID(), spec.Family, Families())
 	}
+	if fam.literal != nil {
+		// A literal entry's inputs are in the entry: NewCase builds them
+		// without drawing (small: what one pastes) and validates them.
+		_, err := NewCase(spec, 0, 0)
+		return err
+	}
 	_, err := readConfig(spec, fam)
 	return err
 }

@@ -48,6 +48,10 @@ var familyDocs = map[string]struct {
 		{Name: "finite", Doc: "int, default min(K/2, L) per row: finite values, in [0, every row's length]"},
 	}},
 	"specials": {doc: "Gaussian with a quarter of the positions ±0, subnormals, ±FLT_MAX, ±inf, quiet and signalling NaN (key32 order)"},
+	FamilyLiteral: {doc: "the inputs written out in the entry (difftest shrink writes these): scores as f32 bit patterns, the page table as ids", params: []difftest.ParamInfo{
+		{Name: "scores", Doc: `string, default every valid score +0 and the usual fill: batch·stride f32 bit patterns, row-major, 8 hex digits each, "HEX*N" for N repeats`},
+		{Name: "page_table", Doc: `string, default the "pages" kind: batch·max_pages page ids (max_pages = ceil(stride/P)), row-major, decimal, "ID*N" for N repeats`},
+	}},
 	"pseudotie": {doc: "above values over a band that float compares tie but key32 ranks apart (−0/+0, ftz subnormals, NaN payloads)", params: []difftest.ParamInfo{
 		{Name: "band", Doc: `string, default "zeros": zeros, subnormals or nans`},
 		{Name: "above", Doc: "int, default min(K/2, L) per row: values above the band, in [0, every row's length]"},

@@ -82,6 +82,10 @@ var families = []family{
 	// for nans it lies among the −NaNs for L < 1.5K and among the +NaNs
 	// for L ≥ 2.5K. An explicit above must be in [0, every row's length].
 	{name: "pseudotie", params: paramsPseudoTie, check: checkPseudoTie, row: rowPseudoTie},
+	// literal: the inputs themselves, written in the suite entry (a case
+	// `difftest shrink` reduced, which no generator draws); see
+	// literal.go.
+	{name: FamilyLiteral, params: paramsLiteral, check: checkLiteral, row: rowLiteral, literal: applyLiteral},
 }
 
 // f32 rounds an f64 draw once to f32 and returns its bits.

@@ -407,7 +407,7 @@ func TestNewCaseErrors(t *testing.T) {
 		want           string
 	}{
 		// The suite file itself.
-		{"nope", "unknown family", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope" (known: [equal gaussian lowcontrast masked needle pseudotie relu specials straddle])`},
+		{"nope", "unknown family", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope" (known: [equal gaussian literal lowcontrast masked needle pseudotie relu specials straddle])`},
 		{"gaussian", "a typo is not ignored", map[string]any{"K": int64(4), "lengths": ints(3), "colour": "red"}, "case topk_transform/e: unknown param(s) colour"},
 		{"gaussian", "K is required", map[string]any{"lengths": ints(3)}, `case topk_transform/e: param "K": required, must be ≥ 1, got 0`},
 		{"gaussian", "P is a power of two", map[string]any{"K": int64(4), "P": int64(6), "lengths": ints(3)}, `case topk_transform/e: param "P": must be a power of two ≥ 1, got 6`},

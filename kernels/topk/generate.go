@@ -112,7 +112,7 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		g.pageRow(table, b, L, rng.NewStream(key, streamPageTable, uint64(b)<<32))
 		return nil
 	})
-	return &difftest.Case{
+	c := &difftest.Case{
 		ID:      spec.ID(),
 		Kernel:  KernelName,
 		Family:  spec.Family,
@@ -121,7 +121,13 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		Params:  p,
 		Inputs:  []*difftest.Tensor{scores, lens, table},
 		Outputs: p.Outputs(),
-	}, nil
+	}
+	if fam.literal != nil {
+		if err := fam.literal(g, c); err != nil {
+			return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+		}
+	}
+	return c, nil
 }
 
 // genConfig is a suite entry decoded: the case Params plus what only the
@@ -136,6 +142,8 @@ type genConfig struct {
 	finite      int    // masked
 	span        string // lowcontrast
 	band        string // pseudotie
+	scores      string // literal: every row's stride scores, run-length f32 bits
+	pageTable   string // literal: the page table, run-length ids
 }
 
 // unset marks a count parameter the suite entry leaves out: its default
@@ -305,6 +313,10 @@ type family struct {
 	// (a *paramError); it runs after the common parameters are checked.
 	check func(g *genConfig) error
 	row   func(g *genConfig, st *rng.Stream, dst []uint32) int
+	// literal, when set, replaces what was drawn by the inputs the suite
+	// entry gives (FamilyLiteral) and checks the case; its error is a
+	// *paramError.
+	literal func(g *genConfig, c *difftest.Case) error
 }
 
 // Families returns the family names NewCase accepts, sorted.

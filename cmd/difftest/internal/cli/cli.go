@@ -160,6 +160,7 @@ func commands() []command {
 		{"list", "list [suites|cases|impls|mutants|families] [--suite NAME|FILE]", "list what can be run", listCmd},
 		{"replay", "replay [--impl IMPL] FILE.safetensors", "re-run one captured case", replayCmd},
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
+		{"shrink", shrinkUsage, "reduce a failing case to a small reproducer: a capture file, a suite entry, a replay line", shrinkCmd},
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
 	}
 }

@@ -27,6 +27,8 @@ type implFlags struct {
 	timeout time.Duration
 	json    string
 	junit   string
+	// diagnose is --diagnose (diagnose.go).
+	diagnose diagnoseFlag
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
@@ -36,6 +38,7 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
+	fs.Var(&f.diagnose, "diagnose", diagnoseUsage)
 }
 
 // replayOptions are the flags every replay line of this run repeats.
@@ -278,6 +281,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 			return nil
 		},
 		Progress: prog.update,
+		Diagnose: f.diagnose.config(),
 	})
 	prog.finish()
 	rep.Summary = &sum

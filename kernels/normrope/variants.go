@@ -1,0 +1,162 @@
+// Semantic variants of norm_rope_store for the diagnosis of DESIGN.md
+// §10: conversions and conventions that real implementations use in place
+// of the contract's. Three of them are catalog mutants already (the same
+// fault under the same name); the diagnosis runs the mutant and names it,
+// so they are aliases here, listed for what real code does it. One is new:
+// the e4m3 codes rounded toward zero.
+
+package normrope
+
+import (
+	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// variantE4M3Truncate is the name of the e4m3 round-toward-zero variant.
+const variantE4M3Truncate = "e4m3-truncate"
+
+// Variants returns the store's semantic variants:
+//
+//   - bf16-truncate (alias of the mutant): f32 → bf16 by dropping the low
+//     16 bits, as __float2bfloat16_rz, Triton's
+//     .to(tl.bfloat16, fp_downcast_rounding="rtz") and hand-written
+//     (bits >> 16) conversions do;
+//   - e4m3-truncate: scaled values → e4m3fn rounded toward zero
+//     (saturating at ±448, NaN → 0x7F), as Triton's
+//     .to(tl.float8e4nv, fp_downcast_rounding="rtz") does;
+//   - scale-no-floor (alias of the mutant): scale = amax/448 with no 1e-4
+//     floor, as per-token quantisers written from the formula alone do
+//     (an all-zero token gets scale 0 and NaN codes);
+//   - rope-style-swap (alias of the mutant): the other RoPE pairing,
+//     GPT-J/interleaved (2j, 2j+1) where NeoX/rotate_half (j, j+32) is
+//     asked and back, as a kernel ported between model families with the
+//     wrong rotary convention does.
+//
+// e4m3-truncate runs the binary32 kernel model (model32.go) with that one
+// change, like the mutants; it returns the case's *InputError for an
+// invalid case.
+func Variants() []difftest.Variant {
+	return []difftest.Variant{
+		{Name: "bf16-truncate", Alias: "bf16-truncate", Doc: "f32 → bf16 by truncation, as __float2bfloat16_rz and Triton's fp_downcast_rounding=\"rtz\" do"},
+		{Name: variantE4M3Truncate, Doc: "e4m3 codes rounded toward zero (saturating), as Triton's .to(tl.float8e4nv, fp_downcast_rounding=\"rtz\") does",
+			Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+				return runSim(c, outs, sim32{fault: variantE4M3Truncate})
+			}},
+		{Name: "scale-no-floor", Alias: "scale-no-floor", Doc: "scale = amax/448 without the 1e-4 floor on amax"},
+		{Name: "rope-style-swap", Alias: "rope-style-swap", Doc: "the other RoPE pairing: interleaved (GPT-J) where neox (rotate_half) is asked, and back"},
+	}
+}
+
+// Variants returns the semantic variants (difftest.VariantProvider); see
+// Variants.
+func (Kernel) Variants() []difftest.Variant { return Variants() }
+
+var (
+	_ difftest.VariantProvider = Kernel{}
+	_ difftest.Matcher         = Kernel{}
+)
+
+// e4m3Truncate returns the e4m3fn code of q rounded toward zero: the
+// largest-magnitude code not above |q|, with q's sign; |q| ≥ 448 and ±inf
+// saturate to ±448 (0x7E/0xFE), NaN gives 0x7F, ±0 keeps its sign.
+func e4m3Truncate(q float32) uint8 {
+	if q != q {
+		return 0x7F
+	}
+	sign := uint8(math.Float32bits(q)>>24) & 0x80
+	a := float32(math.Abs(float64(q)))
+	if a >= numeric.E4M3Max {
+		return sign | 0x7E
+	}
+	lo, hi := uint8(0), uint8(0x7E) // E4M3ToF32(lo) ≤ a < E4M3ToF32(hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if numeric.E4M3ToF32(mid) <= a {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return sign | lo
+}
+
+// scaleULPs is how far apart two plain FP8 scales may be and still match:
+// the scale is an f32 quotient of amax, which another summation order (a
+// GPU kernel against the Go model of a fault) moves by a few ULPs.
+const scaleULPs = 4
+
+// Match reports whether two implementations' caches are the same result
+// for the diagnosis (difftest.Matcher): every byte outside the written
+// slots equal (canary kept, or changed alike); for each token with
+// out_loc ≥ 0 whose values are specified (not "don't care", see Check),
+// its BF16 values or FP8 codes equal byte for byte, and its FP8 scale
+// equal (ue8m0) or within scaleULPs f32 ULPs of the same sign (plain).
+// Don't-care tokens' slots are not compared. An invalid case or a cache
+// of the wrong size does not match.
+func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
+	in, err := load(c)
+	if err != nil || len(a) != 1 || len(b) != 1 || checkCache(in.p, a[0]) != nil || checkCache(in.p, b[0]) != nil {
+		return false
+	}
+	p, x, y := in.p, a[0].Data, b[0].Data
+	owned := make([]bool, len(x))
+	var tb tokenBound
+	for t := 0; t < in.n; t++ {
+		slot := in.loc.I64(t)
+		if slot < 0 {
+			continue
+		}
+		codesAt, scaleAt := slotBytes(p, int(slot))
+		n := Dim
+		if p.Store == StoreBF16 {
+			n = 2 * Dim
+		}
+		for i := codesAt; i < codesAt+n; i++ {
+			owned[i] = true
+		}
+		if scaleAt >= 0 {
+			for i := scaleAt; i < scaleAt+4; i++ {
+				owned[i] = true
+			}
+		}
+		in.analyze(t, &tb)
+		if tb.dc != "" {
+			continue
+		}
+		for i := codesAt; i < codesAt+n; i++ {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		if scaleAt >= 0 && !sameScale(p.ScaleFmt, x[scaleAt:scaleAt+4], y[scaleAt:scaleAt+4]) {
+			return false
+		}
+	}
+	for i := range x {
+		if !owned[i] && x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameScale compares two stored f32 scales: equal bits, or for a plain
+// scale two finite values of one sign within scaleULPs ULPs.
+func sameScale(scaleFmt string, a, b []byte) bool {
+	u := uint32(a[0]) | uint32(a[1])<<8 | uint32(a[2])<<16 | uint32(a[3])<<24
+	v := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	if u == v {
+		return true
+	}
+	if scaleFmt == ScaleUE8M0 || u>>31 != v>>31 {
+		return false
+	}
+	fu, fv := math.Float32frombits(u), math.Float32frombits(v)
+	if math.IsNaN(float64(fu)) || math.IsNaN(float64(fv)) || math.IsInf(float64(fu), 0) || math.IsInf(float64(fv), 0) {
+		return false
+	}
+	d := int64(u&0x7FFFFFFF) - int64(v&0x7FFFFFFF)
+	return d >= -scaleULPs && d <= scaleULPs
+}

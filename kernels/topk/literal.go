@@ -1,0 +1,192 @@
+// The literal family of topk_transform: a suite entry that carries its
+// inputs (DESIGN.md §10: a shrunk case "and a suite entry"), and the
+// writer of such entries (difftest.SuiteEntryWriter).
+
+package topk
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+)
+
+// FamilyLiteral is the family whose suite entries give the inputs
+// themselves: params "scores" (every row's stride f32 bit patterns) and
+// "page_table" (the ids), each a run-length list (runLength), besides the
+// common K, P, lengths, stride and raw.
+const FamilyLiteral = "literal"
+
+// maxLiteralChars bounds a literal entry's encoded inputs: what one may
+// paste into a bug report, not a way to store large cases (use a capture).
+const maxLiteralChars = 1 << 20
+
+var _ difftest.SuiteEntryWriter = Kernel{}
+
+func paramsLiteral(pr *difftest.Params, g *genConfig) {
+	g.scores = pr.String("scores", "")
+	g.pageTable = pr.String("page_table", "")
+}
+
+// checkLiteral decodes both lists (unset: nothing to check) and checks
+// their lengths against batch·stride and batch·max_pages.
+func checkLiteral(g *genConfig) error {
+	if g.scores != "" {
+		v, err := parseRuns(g.scores, true, g.Batch*g.Stride)
+		if err != nil {
+			return badParam("scores", "%v", err)
+		}
+		if len(v) != g.Batch*g.Stride {
+			return badParam("scores", "holds %d values, batch·stride = %d·%d = %d", len(v), g.Batch, g.Stride, g.Batch*g.Stride)
+		}
+	}
+	if g.pageTable != "" {
+		v, err := parseRuns(g.pageTable, false, g.Batch*g.MaxPages)
+		if err != nil {
+			return badParam("page_table", "%v", err)
+		}
+		if len(v) != g.Batch*g.MaxPages {
+			return badParam("page_table", "holds %d ids, batch·max_pages = %d·%d = %d", len(v), g.Batch, g.MaxPages, g.Batch*g.MaxPages)
+		}
+	}
+	return nil
+}
+
+// rowLiteral leaves every valid score +0; applyLiteral writes the given
+// ones.
+func rowLiteral(_ *genConfig, _ *rng.Stream, dst []uint32) int {
+	clear(dst)
+	return -1
+}
+
+// applyLiteral writes the entry's scores and page table over what was
+// drawn, then validates the case: an entry whose inputs break the
+// contract is the entry's error (a *paramError), not the generator's.
+func applyLiteral(g *genConfig, c *difftest.Case) error {
+	if g.scores != "" {
+		v, _ := parseRuns(g.scores, true, g.Batch*g.Stride)
+		for i, x := range v {
+			c.Inputs[0].SetU32(i, x)
+		}
+	}
+	if g.pageTable != "" {
+		v, _ := parseRuns(g.pageTable, false, g.Batch*g.MaxPages)
+		for i, x := range v {
+			c.Inputs[2].SetU32(i, x)
+		}
+	}
+	if err := Validate(c); err != nil {
+		return badParam("scores", "the inputs break the contract: %v", err)
+	}
+	return nil
+}
+
+// parseRuns decodes a run-length list: tokens separated by white space,
+// each a value (hex: exactly 8 hex digits of f32 bits; else a decimal
+// int32) optionally followed by "*N", N ≥ 1 repeats. It stops with an
+// error past limit values, so a short string cannot ask for a huge
+// allocation.
+func parseRuns(s string, hex bool, limit int) ([]uint32, error) {
+	var out []uint32
+	for _, tok := range strings.Fields(s) {
+		val, rep, hasRep := strings.Cut(tok, "*")
+		n := 1
+		if hasRep {
+			r, err := strconv.Atoi(rep)
+			if err != nil || r < 1 {
+				return nil, fmt.Errorf("token %q: the repeat count must be an integer ≥ 1", tok)
+			}
+			n = r
+		}
+		var x uint32
+		if hex {
+			if len(val) != 8 {
+				return nil, fmt.Errorf("token %q: want 8 hex digits of f32 bits", tok)
+			}
+			u, err := strconv.ParseUint(val, 16, 32)
+			if err != nil {
+				return nil, fmt.Errorf("token %q: want 8 hex digits of f32 bits", tok)
+			}
+			x = uint32(u)
+		} else {
+			v, err := strconv.ParseInt(val, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("token %q: want a decimal int32", tok)
+			}
+			x = uint32(int32(v))
+		}
+		if n > limit-len(out) {
+			return nil, fmt.Errorf("more than %d values", limit)
+		}
+		for range n {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// runLength encodes v as parseRuns reads it, runs of equal values as
+// "VALUE*N".
+func runLength(v []uint32, hex bool) string {
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		j := i + 1
+		for j < len(v) && v[j] == v[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		if hex {
+			fmt.Fprintf(&b, "%08x", v[i])
+		} else {
+			fmt.Fprintf(&b, "%d", int32(v[i]))
+		}
+		if j-i > 1 {
+			fmt.Fprintf(&b, "*%d", j-i)
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// SuiteEntry renders c as a [[case]] of family literal named name
+// (difftest.SuiteEntryWriter): K, P, raw, lengths (the seq_lens), stride,
+// and the scores and page table run-length encoded. A case whose
+// max_pages is not ceil(stride/P), or whose encoding exceeds 1 MiB,
+// wraps difftest.ErrNoSuiteEntry.
+func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
+	v, err := newView(c)
+	if err != nil {
+		return "", err
+	}
+	p := v.p
+	if want := max((p.Stride+p.P-1)/p.P, 1); p.MaxPages != want {
+		return "", fmt.Errorf("%w: max_pages %d is not ceil(stride/P) = %d", difftest.ErrNoSuiteEntry, p.MaxPages, want)
+	}
+	if p.Stride == 0 {
+		return "", fmt.Errorf("%w: stride 0", difftest.ErrNoSuiteEntry)
+	}
+	words := func(t *difftest.Tensor) []uint32 {
+		w := make([]uint32, t.Len())
+		for i := range w {
+			w[i] = t.U32(i)
+		}
+		return w
+	}
+	scores, table := runLength(words(v.scores), true), runLength(words(v.table), false)
+	if len(scores)+len(table) > maxLiteralChars {
+		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", difftest.ErrNoSuiteEntry, len(scores)+len(table), maxLiteralChars)
+	}
+	lens := make([]string, p.Batch)
+	for b := range lens {
+		lens[b] = strconv.Itoa(v.length(b))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[[case]]\nkernel = %q\nfamily = %q\nname = %q\n[case.params]\n", KernelName, FamilyLiteral, name)
+	fmt.Fprintf(&b, "K = %d\nP = %d\nraw = %v\nlengths = [%s]\nstride = %d\n", p.K, p.P, p.ReturnRaw, strings.Join(lens, ", "), p.Stride)
+	fmt.Fprintf(&b, "scores = %q\npage_table = %q\n", scores, table)
+	return b.String(), nil
+}

@@ -1,0 +1,243 @@
+// Semantic variants of topk_transform for the diagnosis of DESIGN.md §10:
+// implementations that are not the contract's key32 order but are what
+// real implementations do, above all the PyTorch fallback of SGLang's
+// DeepSeek V4 indexer (topk_transform_512_pytorch_vectorized in
+// python/sglang/srt/layers/attention/compressed/indexer.py): it masks
+// positions ≥ L with −inf, calls torch.topk, and writes −1 for every pick
+// whose score is −inf; rows with L ≤ K get 0 … L−1 then −1, as the
+// contract asks. torch.topk compares floats, not key32 bits: NaN ranks
+// above every number whatever its sign (and all NaNs tie), −0 == +0, and
+// on CUDA the ties at the K-th value are taken in position order.
+//
+// Each of the three PyTorch behaviours is its own variant, because an
+// implementation can have any subset of them (a kernel that compares
+// floats has the zero tie but not the NaN order; one that canonicalises
+// NaNs has neither); the diagnosis tries every combination and names the
+// smallest that reproduces the output. Ties at the K-th value are broken
+// by the lowest positions, as the reference does; the same combinations
+// with the highest positions are tried too. "Any" tie order cannot be an
+// exact-match rule, so it is not a variant: an implementation whose ties
+// come out in some other order is not diagnosed on a case with ties at
+// the K-th value.
+
+package topk
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// Names of the semantic variants' behaviours. A variant is one of them or
+// a combination, named by joining its parts with "+" in this order, except
+// the three PyTorch behaviours together, which are VariantTorchTopK.
+const (
+	// VariantNaNLargest ranks every NaN above +inf whatever its sign, all
+	// NaNs tied (torch.topk, torch.sort: "NaN is considered larger than
+	// any number").
+	VariantNaNLargest = "torch-nan-largest"
+	// VariantZeroTie ties −0 with +0 (any selection by float comparison:
+	// torch.topk, a kernel that compares with > instead of key32).
+	VariantZeroTie = "torch-signed-zero-tie"
+	// VariantNegInfMinusOne emits −1 for every pick whose score is −inf
+	// (SGLang's topk_transform_512_pytorch_vectorized: valid_topk =
+	// gathered_scores != −inf), in page_indices and raw_indices.
+	VariantNegInfMinusOne = "torch-neg-inf-minus-one"
+	// VariantTiesHighest takes the highest positions among the ties at
+	// the K-th value instead of the lowest (a kernel that scans a row
+	// backwards). A valid tie rule alone; it is tried only with the others.
+	VariantTiesHighest = "ties-highest-position"
+	// VariantTorchTopK is the three PyTorch behaviours together: the whole
+	// order of SGLang's PyTorch fallback.
+	VariantTorchTopK = "torch-topk"
+)
+
+// order is a set of variant behaviours; the zero value is the contract.
+type order struct {
+	nanLargest, zeroTie, negInf, tiesHigh bool
+}
+
+// parts lists the behaviours of o by name, in the order of the constants.
+func (o order) parts() []string {
+	var ps []string
+	for _, p := range []struct {
+		on   bool
+		name string
+	}{{o.nanLargest, VariantNaNLargest}, {o.zeroTie, VariantZeroTie}, {o.negInf, VariantNegInfMinusOne}, {o.tiesHigh, VariantTiesHighest}} {
+		if p.on {
+			ps = append(ps, p.name)
+		}
+	}
+	return ps
+}
+
+// name is the variant's name: its parts joined by "+", the three PyTorch
+// parts as VariantTorchTopK.
+func (o order) name() string {
+	if o.nanLargest && o.zeroTie && o.negInf {
+		if o.tiesHigh {
+			return VariantTorchTopK + "+" + VariantTiesHighest
+		}
+		return VariantTorchTopK
+	}
+	return strings.Join(o.parts(), "+")
+}
+
+var variantDocs = map[string]string{
+	VariantNaNLargest:     "ranks every NaN above +inf whatever its sign, all NaNs tied, as torch.topk does",
+	VariantZeroTie:        "ties −0 with +0, as torch.topk and any selection by float comparison do",
+	VariantNegInfMinusOne: "emits −1 for picks whose score is −inf, as SGLang's PyTorch topk_transform fallback does",
+	VariantTiesHighest:    "breaks ties at the K-th value by the highest positions",
+}
+
+// doc describes o in one line.
+func (o order) doc() string {
+	if o.nanLargest && o.zeroTie && o.negInf {
+		d := "torch.topk's order as SGLang's PyTorch topk_transform fallback uses it: NaN largest whatever its sign, −0 tied with +0, −inf picks emitted as −1"
+		if o.tiesHigh {
+			d += "; " + variantDocs[VariantTiesHighest]
+		}
+		return d
+	}
+	var ds []string
+	for _, p := range o.parts() {
+		ds = append(ds, variantDocs[p])
+	}
+	return strings.Join(ds, "; ")
+}
+
+// Variants returns the semantic variants of topk_transform: every
+// non-empty combination of VariantNaNLargest, VariantZeroTie and
+// VariantNegInfMinusOne, with ties by the lowest positions and then the
+// same combinations with VariantTiesHighest (14 in all; the tie rule alone
+// is valid and not a variant). Each validates its case like the reference
+// and returns its errors; rows with L ≤ K come out as the contract's
+// 0 … L−1, −1 … (SGLang's fallback special-cases them so).
+func Variants() []difftest.Variant {
+	var vs []difftest.Variant
+	for _, high := range []bool{false, true} {
+		for m := 1; m < 8; m++ {
+			o := order{nanLargest: m&1 != 0, zeroTie: m&2 != 0, negInf: m&4 != 0, tiesHigh: high}
+			vs = append(vs, difftest.Variant{
+				Name: o.name(), Doc: o.doc(), Parts: o.parts(),
+				Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return runOrder(c, outs, o) },
+			})
+		}
+	}
+	return vs
+}
+
+// Variants returns the semantic variants (difftest.VariantProvider); see
+// Variants.
+func (Kernel) Variants() []difftest.Variant { return Variants() }
+
+var (
+	_ difftest.VariantProvider = Kernel{}
+	_ difftest.Matcher         = Kernel{}
+)
+
+// Key32 values the variants remap.
+const (
+	keyNegZero = 0x7FFFFFFF // Key32(0x80000000), −0
+	keyPosZero = 0x80000000 // Key32(0x00000000), +0
+	keyTop     = 0xFFFFFFFF // above every key32 of a non-NaN value
+	negInfBits = 0xFF800000
+)
+
+// runOrder is the reference's row loop with the order o: for L > K, keys
+// remapped (NaN → keyTop, −0 → +0), the top K by radix select with ties by
+// the lowest (or highest) positions, then −inf picks replaced by −1.
+func runOrder(c *difftest.Case, outs []*difftest.Tensor, o order) error {
+	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
+		K, L := v.p.K, v.length(b)
+		s.idx = grow(s.idx, K)
+		pos := s.idx
+		if L <= K {
+			for j := range pos {
+				pos[j] = -1
+				if j < L {
+					pos[j] = int32(j)
+				}
+			}
+			return pos, b
+		}
+		keys := v.keys(b, L, s.keys)
+		s.keys = keys
+		for i, x := range keys {
+			switch {
+			case o.nanLargest && (x > 0xFF800000 || x < 0x007FFFFF):
+				keys[i] = keyTop // key32 of ±NaN: above +inf's 0xFF800000, below −inf's 0x007FFFFF
+			case o.zeroTie && x == keyNegZero:
+				keys[i] = keyPosZero
+			}
+		}
+		if o.tiesHigh {
+			selectHigh(keys, K, pos, s)
+		} else {
+			selectRadix(keys, K, pos, s)
+		}
+		if o.negInf {
+			for j, i := range pos {
+				if v.bits(b, int(i)) == negInfBits {
+					pos[j] = -1
+				}
+			}
+		}
+		return pos, b
+	})
+}
+
+// selectHigh is selectRadix with the ties at the k-th key taken from the
+// highest positions; the picks come out in ascending position order.
+func selectHigh(keys []uint32, k int, dst []int32, s *scratch) {
+	kth, above := threshold(keys, k, s)
+	ties := k - above
+	n := k
+	for i := len(keys) - 1; i >= 0; i-- {
+		if x := keys[i]; x > kth || x == kth && ties > 0 {
+			if x == kth {
+				ties--
+			}
+			n--
+			dst[n] = int32(i)
+		}
+	}
+}
+
+// Match reports whether two implementations' outputs are the same result
+// for the diagnosis (difftest.Matcher): per output and per row, for
+// L ≤ K (where the contract fixes the order) the same entries in the same
+// places, for L > K (order unspecified) the same multiset of entries,
+// −1s, repeats and out-of-range garbage included. Outputs of the wrong
+// size do not match.
+func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
+	p, err := paramsOf(c)
+	if err != nil || len(a) != len(b) {
+		return false
+	}
+	lens := c.Input(TensorSeqLens)
+	if lens == nil || lens.Len() != p.Batch {
+		return false
+	}
+	K := p.K
+	x, y := make([]int32, K), make([]int32, K)
+	for t := range a {
+		if len(a[t].Data) != 4*p.Batch*K || len(b[t].Data) != 4*p.Batch*K {
+			return false
+		}
+		for r := 0; r < p.Batch; r++ {
+			for j := 0; j < K; j++ {
+				x[j], y[j] = a[t].I32(r*K+j), b[t].I32(r*K+j)
+			}
+			if int(lens.I32(r)) > K {
+				slices.Sort(x)
+				slices.Sort(y)
+			}
+			if firstDiff(x, y) >= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
