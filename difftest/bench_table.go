@@ -191,7 +191,7 @@ func fmtKernelTime(d time.Duration) string {
 }
 
 // sig4 formats v ≥ 0 with 4 significant digits (at least one decimal
-// below 1000): 9.512, 10.95, 109.5, 1234.
+// below 1000), 3 below 1: 9.512, 10.95, 109.5, 1234, 0.0142.
 func sig4(v float64) string {
 	switch {
 	case v >= 1000:
@@ -200,8 +200,10 @@ func sig4(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.2f", v)
+	case v >= 1 || v == 0:
+		return fmt.Sprintf("%.3f", v)
 	}
-	return fmt.Sprintf("%.3f", v)
+	return fmt.Sprintf("%.3g", v)
 }
 
 func pctCell(p float64) string {

@@ -258,6 +258,9 @@ type ImplOptions struct {
 	Fatbin  string        // --fatbin
 	Device  int           // --device
 	Timeout time.Duration // --timeout, per case
+	// Baseline is bench's --baseline FATBIN for cuda and emu: a second
+	// build loaded beside Fatbin (BaselineProvider); "" for none.
+	Baseline string
 }
 
 // ImplFactory builds the named implementation ("cuda", ...). An
