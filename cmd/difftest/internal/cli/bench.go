@@ -185,8 +185,13 @@ func parseSlowdown(s string) (float64, error) {
 }
 
 // implBaseline tells an implementation name given to --baseline from a
-// fatbin path.
+// fatbin path: reference, mutant:NAME, exec:CMD, serve:CMD, or a
+// registered implementation other than cuda and emu (which take a
+// fatbin).
 func implBaseline(s string) bool {
+	if _, ok := difftest.LookupImpl(s); ok && !deviceImpl(s) {
+		return true
+	}
 	return s == "reference" || strings.HasPrefix(s, "serve:") || strings.HasPrefix(s, "exec:") || strings.HasPrefix(s, "mutant:")
 }
 
