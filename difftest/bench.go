@@ -261,6 +261,9 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		Method:  BenchMethod{Warmup: cfg.Warmup, Runs: cfg.Runs, Cold: cfg.Cold, Timer: "impl-reported", Alpha: cfg.Alpha},
 		Started: start.UTC(), Results: []*BenchResult{},
 	}
+	if _, ok := cfg.Impl.(KernelTimer); ok && (cfg.Baseline == nil || ownBaseline(cfg.Impl, cfg.Baseline)) {
+		rep.Method.Timer = "cuda-events"
+	}
 	if cfg.Runs < 2 || cfg.Warmup < 0 {
 		return rep, fmt.Errorf("bench needs runs ≥ 2 and warmup ≥ 0, got %d and %d", cfg.Runs, cfg.Warmup)
 	}
