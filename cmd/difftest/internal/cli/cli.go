@@ -161,6 +161,7 @@ func commands() []command {
 		{"replay", "replay [--impl IMPL] FILE.safetensors", "re-run one captured case", replayCmd},
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
+		{"report", "report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html", "one self-contained HTML page of runs, failures, histograms and bench tables", reportCmd},
 		{"bench", "bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--json FILE] [flags]", "time kernels with a cold L2 against the copy-bandwidth floor; A/B two builds", benchCmd},
 	}
 }
