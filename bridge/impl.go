@@ -132,7 +132,15 @@ func driverPath() string {
 // whose kernels take another parameter layout than the launchers pack
 // (checkFatbinParams, before any worker starts) and a malformed
 // ExitGraceEnv. The worker loads DriverEnv's library when it is set.
+// With opts.AllDevices or several opts.Devices it opens one worker per
+// device and returns a *DeviceSet (a difftest.Pool).
 func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	if opts.AllDevices || len(opts.Devices) > 1 {
+		return openDevices(opts, NewImpl)
+	}
+	if len(opts.Devices) == 1 {
+		opts.Device = opts.Devices[0]
+	}
 	im, err := newDeviceImpl(opts, "cuda", driverPath())
 	if err != nil {
 		var re *difftest.RunError
@@ -162,6 +170,12 @@ func noDevice(msg string) bool {
 // emulator never passes for a GPU. Errors are *difftest.RunError of class
 // Unavailable, as for NewImpl.
 func NewEmuImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	if opts.AllDevices || len(opts.Devices) > 1 {
+		return openDevices(opts, NewEmuImpl)
+	}
+	if len(opts.Devices) == 1 {
+		opts.Device = opts.Devices[0]
+	}
 	lib := os.Getenv(DriverEnv)
 	if lib == "" {
 		lib = DefaultEmuDriver
@@ -443,6 +457,9 @@ func (im *Impl) runModule(ctx context.Context, c *difftest.Case, outs []*difftes
 func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duration, nOutputs int) (reply, error) {
 	if im.w == nil {
 		if rerr := im.start(ctx, false); rerr != nil {
+			// The worker died and a new one cannot start: the device is
+			// gone (difftest.RunPool gives its cases to other devices).
+			rerr.Lost = rerr.Class == difftest.Crash
 			return reply{}, rerr
 		}
 	}
