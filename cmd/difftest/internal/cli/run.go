@@ -21,16 +21,17 @@ import (
 
 // implFlags are the flags every command that runs cases shares.
 type implFlags struct {
-	impl   string
-	fatbin string
-	device int
+	impl    string
+	fatbin  string
+	device  int
+	timeout time.Duration
+	json    string
+	junit   string
+
 	// devices (more than one) and allDevices: --device 0,2,3 and --device
 	// all, one worker per device (devices.go).
 	devices    []int
 	allDevices bool
-	timeout    time.Duration
-	json       string
-	junit      string
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
