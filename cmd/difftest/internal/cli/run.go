@@ -170,7 +170,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runRe := fs.String("run", "", "run only cases whose id matches `REGEXP`")
 	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
 	repeat := fs.Int("repeat", 1, "run seeds seed … seed+N−1")
-	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index)")
+	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index), or auto: from a Slurm array, a Kubernetes indexed Job or KD_SHARD")
 	failfast := fs.Bool("failfast", false, "stop after the first failing case")
 	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
 	pos, err := parseInterspersed(fs, args)
@@ -192,7 +192,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "--run: %v", err)
 		}
 	}
-	if *shardFlag != "" {
+	if *shardFlag == "auto" {
+		if sel.Shard, err = autoShard(stderr); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	} else if *shardFlag != "" {
 		if sel.Shard, err = difftest.ParseShard(*shardFlag); err != nil {
 			return usageErr(stderr, "%v", err)
 		}
