@@ -30,9 +30,14 @@ var DeviceLost = errors.New("every device of the run was lost")
 
 // RunPool runs cfg.Items on the members, one goroutine per member, each
 // taking the next item not yet taken when it is free: a slow device does
-// not hold the others. Each record carries its member's Device; records
-// reach cfg.OnRecord (and cfg.Progress) one at a time, in the order the
-// cases end, so their order is not the items' (sort by Record.Index).
+// not hold the others. Each record carries its member's Device. Records
+// reach cfg.OnRecord (and cfg.Progress) one at a time and in the items'
+// order, as a sequential Run hands them over: a case that ends before an
+// earlier one waits for it (so a report cut short still holds a prefix of
+// the run, which difftest merge relies on). When the run stops early, the
+// records waiting behind a case that did not end are dropped, as Run
+// drops the case that was running; the summary counts exactly the
+// records handed over.
 //
 // A member whose implementation reports its device lost (a *RunError with
 // Lost set: its worker cannot be started again) is retired: the case it
@@ -55,29 +60,31 @@ func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(
 	}
 	var (
 		mu      sync.Mutex
-		next    int    // the next item of cfg.Items not yet taken
-		retry   []Item // items a lost device gave back
-		stopErr error  // why the run stops early, first cause
+		next    int   // the position in cfg.Items of the next item not yet taken
+		retry   []int // positions a lost device gave back
+		stopErr error // why the run stops early, first cause
 		stopped bool
 		done    int
 		alive   = len(members)
+		pending = map[int]*Record{} // ended, waiting for an earlier position
+		out     int                 // the position whose record goes out next
 	)
-	take := func() (Item, bool) {
+	take := func() (int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
-			return Item{}, false
+			return 0, false
 		}
 		if n := len(retry); n > 0 {
-			it := retry[n-1]
+			k := retry[n-1]
 			retry = retry[:n-1]
-			return it, true
+			return k, true
 		}
 		if next >= len(cfg.Items) {
-			return Item{}, false
+			return 0, false
 		}
 		next++
-		return cfg.Items[next-1], true
+		return next - 1, true
 	}
 	stop := func(err error, why string) {
 		if !stopped {
@@ -100,11 +107,11 @@ func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(
 				if ctx.Err() != nil {
 					return
 				}
-				it, ok := take()
+				k, ok := take()
 				if !ok {
 					return
 				}
-				rec, err := runItem(ctx, cr, mcfg, it)
+				rec, err := runItem(ctx, cr, mcfg, cfg.Items[k])
 				if err != nil && ctx.Err() != nil {
 					mu.Lock()
 					stop(context.Cause(ctx), context.Cause(ctx).Error())
@@ -114,7 +121,7 @@ func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(
 				var le *RunError
 				if errors.As(err, &le) && le.Lost {
 					mu.Lock()
-					retry = append(retry, it)
+					retry = append(retry, k)
 					alive--
 					if alive == 0 {
 						stop(fmt.Errorf("%w: %w", DeviceLost, le), "every device lost: "+le.Msg)
@@ -132,20 +139,24 @@ func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(
 					return
 				}
 				rec.Device = m.Device
-				sum.Add(rec)
-				done++
-				var cbErr error
-				if cfg.OnRecord != nil {
-					cbErr = cfg.OnRecord(rec)
-				}
-				if cbErr != nil {
-					stop(cbErr, cbErr.Error())
-				}
-				if cfg.Progress != nil {
-					cfg.Progress(done, len(cfg.Items), sum.Failed, time.Since(start))
-				}
-				if cfg.FailFast && rec.Failed() && !stopped {
-					stop(nil, "--failfast after "+rec.Case)
+				pending[k] = rec
+				for !stopped && pending[out] != nil {
+					r := pending[out]
+					delete(pending, out)
+					out++
+					sum.Add(r)
+					done++
+					if cfg.OnRecord != nil {
+						if err := cfg.OnRecord(r); err != nil {
+							stop(err, err.Error())
+						}
+					}
+					if cfg.Progress != nil {
+						cfg.Progress(done, len(cfg.Items), sum.Failed, time.Since(start))
+					}
+					if cfg.FailFast && r.Failed() {
+						stop(nil, "--failfast after "+r.Case)
+					}
 				}
 				mu.Unlock()
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +42,8 @@ func poolItems(n int) []Item {
 	return items
 }
 
-// collect runs a pool and returns its records by index.
+// collect runs a pool and returns its records in the order it handed
+// them over.
 func collect(t *testing.T, cfg Config, members []PoolMember, onLost func(string, error)) (Summary, []*Record, error) {
 	t.Helper()
 	var mu sync.Mutex
@@ -56,7 +56,6 @@ func collect(t *testing.T, cfg Config, members []PoolMember, onLost func(string,
 		return nil
 	}
 	sum, err := RunPool(context.Background(), cfg, members, onLost)
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Index < recs[j].Index })
 	return sum, recs, err
 }
 
@@ -75,7 +74,7 @@ func TestRunPoolSpreadsDynamically(t *testing.T) {
 		t.Fatalf("sum %+v, %d records, err %v", sum, len(recs), err)
 	}
 	per := map[string]int{}
-	for i, r := range recs {
+	for i, r := range recs { // handed over in the items' order, though they end out of it
 		if r.Index != i || (r.Device != "0" && r.Device != "1") || r.Replay != "replay on "+r.Device || replays[r.Case] != r.Device {
 			t.Errorf("record %d: index %d, device %q, replay %q", i, r.Index, r.Device, r.Replay)
 		}
@@ -122,15 +121,18 @@ func TestRunPoolAllLost(t *testing.T) {
 	if !errors.Is(err, DeviceLost) || ExitCode(sum, err) != ExitUntestable {
 		t.Errorf("err %v (exit %d), want DeviceLost and 125", err, ExitCode(sum, err))
 	}
-	if len(recs) != 1 || sum.Passed != 1 || sum.Aborted == "" {
-		t.Errorf("%d records, sum %+v: want the one case device 1 finished, and why it stopped", len(recs), sum)
+	// Device 1 finishes one case before it is lost too; whether that case
+	// is handed over depends on which case it took: one behind case 0,
+	// which never ran, waits for it. What is handed over is a prefix.
+	if len(recs) > 1 || sum.Passed != len(recs) || (len(recs) == 1 && recs[0].Index != 0) || sum.Aborted == "" {
+		t.Errorf("%d records, sum %+v: want at most case 0, and why it stopped", len(recs), sum)
 	}
 }
 
 func TestRunPoolFailFast(t *testing.T) {
 	wrong := MutantImpl{Kernel: fakeName, Mutant: fakeKernel{}.Mutants()[0]}
 	sum, recs, err := collect(t, Config{Items: poolItems(20), FailFast: true}, []PoolMember{{Impl: wrong, Device: "0"}, {Impl: wrong, Device: "1"}}, nil)
-	if err != nil || sum.Failed < 1 || len(recs) > 2 || sum.Aborted == "" {
+	if err != nil || sum.Failed != 1 || len(recs) != 1 || recs[0].Index != 0 || sum.Aborted != "--failfast after fake_scatter/c00" {
 		t.Errorf("failfast: sum %+v, %d records, err %v", sum, len(recs), err)
 	}
 }

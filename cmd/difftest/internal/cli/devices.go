@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,8 +73,7 @@ func parseDevices(s string) (ords []int, all bool, err error) {
 // runPooled runs cfg with difftest.RunPool when impl stands for several
 // devices (--device all or a list), with difftest.Run otherwise. A device
 // lost mid-run is named on stderr and in the report property
-// "devices_lost"; the records, which a pool hands over as cases end, are
-// put back in suite order for the table and the JUnit report.
+// "devices_lost".
 func runPooled(ctx context.Context, cfg difftest.Config, impl difftest.Impl, rep *difftest.Report, stderr io.Writer) (difftest.Summary, error) {
 	p, ok := impl.(difftest.Pool)
 	if !ok || len(p.Members()) < 2 {
@@ -89,7 +87,6 @@ func runPooled(ctx context.Context, cfg difftest.Config, impl difftest.Impl, rep
 		lost = append(lost, dev)
 		fmt.Fprintf(stderr, "difftest: device %s lost (%s); its remaining cases run on the other devices\n", dev, difftest.SafeLine(err.Error()))
 	})
-	sort.SliceStable(rep.Records, func(i, j int) bool { return rep.Records[i].Index < rep.Records[j].Index })
 	if len(lost) > 0 {
 		rep.Header.Properties["devices_lost"] = strings.Join(lost, ",")
 	}
