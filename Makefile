@@ -14,7 +14,7 @@ EMU_DRIVER ?= $(BUILD)/emu-driver/libcuda.so.1
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench gpu-bundle clean
+.PHONY: all kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle clean
 
 all: $(BUILD)/difftest kernels
 
@@ -31,7 +31,7 @@ kernels:
 # on the emulated driver, bisects a planted bad commit in a throwaway
 # repository, sets up the Python test tools, runs every Go test, then the
 # Python package's tests and the examples.
-test: kernels emu emu-driver bisect-test gotest pytest
+test: kernels emu emu-driver bisect-test gotest pytest report-test recipes-test
 
 # The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
 # and the quick suite through the harness via the exec protocol.
@@ -66,6 +66,17 @@ emu-race:
 # and per-kernel digest tests must match the x86-64 goldens (about a minute).
 xarch:
 	scripts/test-xarch $(BUILD)
+
+# difftest report's HTML rendered by headless Chromium (installed from
+# Debian when missing): the DOM text and a non-trivial screenshot.
+report-test: kernels
+	FATBIN=$(FATBIN) scripts/test-report $(BUILD)/report-test
+
+# The nightly recipes of examples/nightly (Slurm array, Kubernetes indexed
+# Job, GitHub Actions matrix) run here end to end with --shard auto, merge
+# and report; the YAML parsed, schema-checked and linted.
+recipes-test:
+	scripts/test-recipes $(BUILD)/recipes-test
 
 # The Python package (python/, pytest) and the examples (examples/) through
 # difftest, exec and serve.

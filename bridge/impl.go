@@ -77,6 +77,12 @@ type Impl struct {
 	props     map[string]string
 	seq       uint64
 	starts    int // workers started, for tests and messages
+	// baseline is the --baseline fatbin's path ("" without one), base the
+	// Impl that runs it (bench.go).
+	baseline string
+	base     *baselineImpl
+	// count is the device count the first worker's hello reported.
+	count int
 }
 
 // workerProc is one running worker.
@@ -136,7 +142,15 @@ func driverPath() string {
 // whose kernels take another parameter layout than the launchers pack
 // (checkFatbinParams, before any worker starts) and a malformed
 // ExitGraceEnv. The worker loads DriverEnv's library when it is set.
+// With opts.AllDevices or several opts.Devices it opens one worker per
+// device and returns a *DeviceSet (a difftest.Pool).
 func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	if opts.AllDevices || len(opts.Devices) > 1 {
+		return openDevices(opts, NewImpl)
+	}
+	if len(opts.Devices) == 1 {
+		opts.Device = opts.Devices[0]
+	}
 	im, err := newDeviceImpl(opts, "cuda", driverPath())
 	if err != nil {
 		var re *difftest.RunError
@@ -166,6 +180,12 @@ func noDevice(msg string) bool {
 // emulator never passes for a GPU. Errors are *difftest.RunError of class
 // Unavailable, as for NewImpl.
 func NewEmuImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
+	if opts.AllDevices || len(opts.Devices) > 1 {
+		return openDevices(opts, NewEmuImpl)
+	}
+	if len(opts.Devices) == 1 {
+		opts.Device = opts.Devices[0]
+	}
 	lib := os.Getenv(DriverEnv)
 	if lib == "" {
 		lib = DefaultEmuDriver
@@ -209,6 +229,19 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err := checkFatbinParams(fatbin, fb, entryParams()); err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
+	var baseAbs string
+	var baseFB []byte
+	if opts.Baseline != "" {
+		if baseAbs, err = filepath.Abs(opts.Baseline); err == nil {
+			baseFB, err = os.ReadFile(baseAbs)
+		}
+		if err != nil {
+			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("baseline fatbin: %v", err)}
+		}
+		if err := checkFatbinParams(opts.Baseline, baseFB, entryParams()); err != nil {
+			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "baseline: " + err.Error()}
+		}
+	}
 	grace, err := exitGraceFrom(os.Getenv(ExitGraceEnv))
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
@@ -218,7 +251,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
 	spawn := func() *exec.Cmd {
-		cmd := exec.Command(exe, workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib)
+		args := []string{workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
+		if baseAbs != "" {
+			args = append(args, "--baseline", baseAbs)
+		}
+		cmd := exec.Command(exe, args...)
 		cmd.Env = append(os.Environ(), workerEnv+"=1")
 		// A group of its own: a Ctrl-C at the terminal reaches difftest,
 		// which reports and closes the worker, not the worker mid-case
@@ -235,6 +272,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	im.exitGrace = grace
 	sum := sha256.Sum256(fb)
 	im.props[difftest.PropFatbin] = hex.EncodeToString(sum[:])
+	if baseAbs != "" {
+		im.baseline, im.base = baseAbs, &baselineImpl{im}
+		bsum := sha256.Sum256(baseFB)
+		im.props[PropBaselineFatbin] = hex.EncodeToString(bsum[:])
+	}
 	if strings.HasPrefix(im.device, EmulatorDevice) {
 		im.props[difftest.PropEmulated] = "the kernels' CUDA source on the CPU emulator (" + lib + "), not a GPU"
 	}
@@ -339,6 +381,7 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 		if im.device == "" {
 			im.device = r.Device
 			im.props = r.Props
+			im.count = r.DeviceCount
 		}
 		im.w = w
 		return nil
@@ -390,60 +433,83 @@ func lastLine(s string) string {
 // worker that dies is class crash; in each case the worker is replaced
 // before the next case.
 func (im *Impl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
+	return im.runModule(ctx, c, outs, 0)
+}
+
+// runModule is Run on build module (0 the fatbin, 1 the baseline).
+func (im *Impl) runModule(ctx context.Context, c *difftest.Case, outs []*difftest.Buffer, module int) (difftest.RunInfo, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	req, err := im.request(c, outs)
 	if err != nil {
 		return difftest.RunInfo{}, err
 	}
+	req.Module = module
+	r, err := im.exchange(ctx, req, im.timeout, len(outs))
+	if err != nil {
+		return difftest.RunInfo{}, err
+	}
+	for i, o := range outs {
+		if len(r.Outputs[i]) != len(o.Full) {
+			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("output %s came back with %d bytes, sent %d", o.Name, len(r.Outputs[i]), len(o.Full))}
+		}
+		copy(o.Full, r.Outputs[i])
+	}
+	return difftest.RunInfo{KernelTime: time.Duration(r.KernelNanos)}, nil
+}
+
+// exchange sends req to the worker (started anew if the last one was
+// lost) and waits up to timeout for its reply, which must carry nOutputs
+// outputs when it passes. The caller holds im.mu. A reply with a failure
+// class is returned as a *difftest.RunError of that class; a dead worker,
+// a protocol error or a time-out likewise (crash, crash, timeout), the
+// worker then replaced before the next request.
+func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duration, nOutputs int) (reply, error) {
 	if im.w == nil {
 		if rerr := im.start(ctx, false); rerr != nil {
-			return difftest.RunInfo{}, rerr
+			// The worker died and a new one cannot start: the device is
+			// gone (difftest.RunPool gives its cases to other devices).
+			rerr.Lost = rerr.Class == difftest.Crash
+			return reply{}, rerr
 		}
 	}
 	w := im.w
 	if err := w.enc.Encode(req); err != nil {
 		w.kill()
 		im.w = nil
-		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker lost before the case: " + w.death()}
+		return reply{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker lost before the case: " + w.death()}
 	}
-	timer := time.NewTimer(im.timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case r, ok := <-w.replies:
 		if !ok {
 			w.kill()
 			im.w = nil
-			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker died: " + w.death()}
+			return reply{}, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker died: " + w.death()}
 		}
 		// A reply to another request (an error reply included) means the
 		// two sides disagree on the stream: nothing it says can be trusted.
-		if r.Seq != req.Seq || (r.Class == difftest.Pass && len(r.Outputs) != len(outs)) {
+		if r.Seq != req.Seq || (r.Class == difftest.Pass && len(r.Outputs) != nOutputs) {
 			w.kill()
 			im.w = nil
-			return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("GPU worker protocol error: reply %d (%s) with %d outputs to request %d with %d", r.Seq, replyClass(r), len(r.Outputs), req.Seq, len(outs))}
+			return reply{}, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("GPU worker protocol error: reply %d (%s) with %d outputs to request %d with %d", r.Seq, replyClass(r), len(r.Outputs), req.Seq, nOutputs)}
 		}
 		if r.Sticky {
 			im.retire(w)
 		}
 		if r.Class != difftest.Pass {
-			return difftest.RunInfo{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
+			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
 		}
-		for i, o := range outs {
-			if len(r.Outputs[i]) != len(o.Full) {
-				return difftest.RunInfo{}, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("output %s came back with %d bytes, sent %d", o.Name, len(r.Outputs[i]), len(o.Full))}
-			}
-			copy(o.Full, r.Outputs[i])
-		}
-		return difftest.RunInfo{KernelTime: time.Duration(r.KernelNanos)}, nil
+		return r, nil
 	case <-timer.C:
 		w.kill()
 		im.w = nil
-		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed", im.timeout)}
+		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed", timeout)}
 	case <-ctx.Done():
 		w.kill()
 		im.w = nil
-		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed"}
+		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed"}
 	}
 }
 

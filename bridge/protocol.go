@@ -68,6 +68,14 @@ type request struct {
 	Params  json.RawMessage
 	Inputs  []wireTensor
 	Outputs []wireOutput
+	// Module selects the build: 0 the fatbin, 1 the baseline fatbin
+	// (--baseline; bench.go).
+	Module int
+	// Bench, when set, asks for timed runs of the case instead of one run
+	// (bench.go); Bandwidth, when set, for the copy bandwidth (the case
+	// fields are then empty).
+	Bench     *benchSpec
+	Bandwidth *bandwidthSpec
 }
 
 // reply answers a request (or, with Seq 0, says hello).
@@ -82,6 +90,12 @@ type reply struct {
 	// Props (hello only): report properties, keys difftest.PropDevice,
 	// PropDriver and PropCUDA.
 	Props map[string]string
+	// DeviceCount (hello only): the devices the driver reports, for
+	// --device all.
+	DeviceCount int
+	// Bench and Bandwidth answer those requests.
+	Bench     *benchReply
+	Bandwidth *bandwidthReply
 }
 
 // tail keeps the last max bytes written to it (a worker's stdout and

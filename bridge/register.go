@@ -48,6 +48,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to load")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	driver := fs.String("driver", cuda.LibraryName, "driver library to dlopen (a soname or a file path)")
+	baseline := fs.String("baseline", "", "a second fatbin to load as build 1 (difftest bench --baseline)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -73,8 +74,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "cuda-worker:", err)
 		return 1
 	}
+	var baseImage []byte
+	if *baseline != "" {
+		if baseImage, err = os.ReadFile(*baseline); err != nil {
+			fmt.Fprintln(stderr, "cuda-worker:", err)
+			return 1
+		}
+	}
 	drv, _ := cuda.OpenLibrary(*driver) // without a driver, drv reports ErrNoDriver from Init
-	err = serve(req, rep, drv, image, *device, packers())
+	err = serveBuilds(req, rep, drv, image, baseImage, *device, packers())
 	switch {
 	case err == nil:
 		return 0

@@ -18,12 +18,17 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// worker holds one device context and the loaded fatbin.
+// worker holds one device context and the loaded fatbin (and the
+// baseline fatbin, module 1, when it was given one).
 type worker struct {
 	drv     cuda.Driver
 	packers map[string]packer
 	mod     cuda.Module
 	funcs   map[string]cuda.Function
+	base    *cuda.Module // the baseline fatbin's module, nil without one
+	bfuncs  map[string]cuda.Function
+	count   int // devices the driver reports
+	device  int // the ordinal opened
 }
 
 // errSticky is returned by serve after it has replied with a sticky error.
@@ -34,16 +39,25 @@ var errSticky = errors.New("CUDA context lost")
 // error poisons the context (errSticky). It locks the calling goroutine to
 // its OS thread, where the primary context is current.
 func serve(r io.Reader, w io.Writer, drv cuda.Driver, fatbin []byte, device int, packers map[string]packer) error {
+	return serveBuilds(r, w, drv, fatbin, nil, device, packers)
+}
+
+// serveBuilds is serve with a baseline fatbin loaded beside the fatbin
+// as module 1 (nil: none), for requests with Module 1 (bench.go).
+func serveBuilds(r io.Reader, w io.Writer, drv cuda.Driver, fatbin, baseline []byte, device int, packers map[string]packer) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	enc := gob.NewEncoder(w)
-	wk := &worker{drv: drv, packers: packers, funcs: map[string]cuda.Function{}}
+	wk := &worker{drv: drv, packers: packers, funcs: map[string]cuda.Function{}, bfuncs: map[string]cuda.Function{}}
 	desc, props, err := wk.open(fatbin, device)
+	if err == nil && baseline != nil {
+		err = wk.loadBaseline(desc, baseline)
+	}
 	if err != nil {
 		_ = enc.Encode(reply{Class: difftest.Unavailable, Msg: err.Error()})
 		return err
 	}
-	if err := enc.Encode(reply{Device: desc, Props: props}); err != nil {
+	if err := enc.Encode(reply{Device: desc, Props: props, DeviceCount: wk.count}); err != nil {
 		return err
 	}
 	dec := gob.NewDecoder(r)
@@ -98,6 +112,7 @@ func (wk *worker) openDevice(fatbin []byte, n int) (string, error) {
 	if n < 0 || n >= count {
 		return "", fmt.Errorf("--device %d: this machine has %d CUDA device(s)", n, count)
 	}
+	wk.count, wk.device = count, n
 	dev, err := d.Device(n)
 	if err != nil {
 		return "", err
@@ -181,6 +196,14 @@ func (wk *worker) probe() error {
 
 // run executes one request.
 func (wk *worker) run(req *request) reply {
+	switch {
+	case req.Bandwidth != nil:
+		return wk.bandwidth(req.Bandwidth)
+	case req.Bench != nil:
+		return wk.bench(req)
+	case req.Module != 0 && (req.Module != 1 || wk.base == nil):
+		return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("no build %d in this worker (0 the fatbin, 1 a --baseline fatbin)", req.Module)}
+	}
 	pack, ok := wk.packers[req.Kernel]
 	if !ok {
 		return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", req.Kernel)}
@@ -201,17 +224,7 @@ func (wk *worker) run(req *request) reply {
 			_ = wk.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
 		}
 	}()
-	fault := func(what string, err error) reply {
-		class, sticky := classify(err)
-		msg := what + ": " + err.Error()
-		if !sticky {
-			if perr := wk.probe(); perr != nil {
-				sticky = true
-				msg += "; the CUDA context is lost (a probe after it failed: " + perr.Error() + ")"
-			}
-		}
-		return reply{Class: class, Msg: msg, Sticky: sticky}
-	}
+	fault := wk.fault
 	alloc := func(b []byte) (cuda.DevicePtr, error) {
 		if len(b) == 0 {
 			return 0, nil
@@ -258,7 +271,7 @@ func (wk *worker) run(req *request) reply {
 	}
 	rep := reply{Outputs: make([][]byte, len(req.Outputs))}
 	if l.Grid.X != 0 {
-		t, err := wk.launch(l)
+		t, err := wk.launch(req.Module, l)
 		if err != nil {
 			return fault(l.Entry, err)
 		}
@@ -282,17 +295,47 @@ func outputIndex(outs []wireOutput, name string) (int, bool) {
 	return -1, false
 }
 
-// launch runs l between two events and returns the device time. Errors of
-// the kernel itself surface at the event synchronisation.
-func (wk *worker) launch(l launch) (time.Duration, error) {
-	d := wk.drv
-	fn, ok := wk.funcs[l.Entry]
-	if !ok {
-		var err error
-		if fn, err = d.ModuleGetFunction(wk.mod, l.Entry); err != nil {
-			return 0, fmt.Errorf("the fatbin has no entry point %s: %w", l.Entry, err)
+// fault is the reply to a driver error during what: its class, and
+// whether the context is lost (classify, then a probe of the context for
+// an error classify does not find sticky).
+func (wk *worker) fault(what string, err error) reply {
+	class, sticky := classify(err)
+	msg := what + ": " + err.Error()
+	if !sticky {
+		if perr := wk.probe(); perr != nil {
+			sticky = true
+			msg += "; the CUDA context is lost (a probe after it failed: " + perr.Error() + ")"
 		}
-		wk.funcs[l.Entry] = fn
+	}
+	return reply{Class: class, Msg: msg, Sticky: sticky}
+}
+
+// function returns entry point entry of build module (0 the fatbin, 1 the
+// baseline), looked up once.
+func (wk *worker) function(module int, entry string) (cuda.Function, error) {
+	mod, funcs, what := wk.mod, wk.funcs, "the fatbin"
+	if module == 1 && wk.base != nil {
+		mod, funcs, what = *wk.base, wk.bfuncs, "the baseline fatbin"
+	}
+	if fn, ok := funcs[entry]; ok {
+		return fn, nil
+	}
+	fn, err := wk.drv.ModuleGetFunction(mod, entry)
+	if err != nil {
+		return 0, fmt.Errorf("%s has no entry point %s: %w", what, entry, err)
+	}
+	funcs[entry] = fn
+	return fn, nil
+}
+
+// launch runs l of build module between two events and returns the
+// device time. Errors of the kernel itself surface at the event
+// synchronisation.
+func (wk *worker) launch(module int, l launch) (time.Duration, error) {
+	d := wk.drv
+	fn, err := wk.function(module, l.Entry)
+	if err != nil {
+		return 0, err
 	}
 	start, err := d.EventCreate()
 	if err != nil {

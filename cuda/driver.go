@@ -51,6 +51,7 @@ const (
 	AttrECCEnabled             Attribute = 32 // CU_DEVICE_ATTRIBUTE_ECC_ENABLED
 	AttrPCIBusID               Attribute = 33 // CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
 	AttrPCIDeviceID            Attribute = 34 // CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+	AttrL2CacheSize            Attribute = 38 // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, bytes
 	AttrMemoryClockRate        Attribute = 36 // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, kHz
 	AttrPCIDomainID            Attribute = 50 // CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
 	AttrComputeCapabilityMajor Attribute = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
@@ -97,6 +98,14 @@ type Driver interface {
 	MemcpyHtoD(dst DevicePtr, src []byte) error
 	// MemcpyDtoH calls cuMemcpyDtoH_v2 for len(dst) bytes.
 	MemcpyDtoH(dst []byte, src DevicePtr) error
+	// MemcpyDtoD calls cuMemcpyDtoD_v2: n bytes from src to dst, both
+	// device memory, on the null stream; the driver does no host-side
+	// synchronisation for a device-to-device copy ("API synchronization
+	// behavior" in the driver API reference), so time it with events
+	// and synchronise on the second. The entry point is
+	// optional: a library without it gives an error wrapping
+	// ErrMissingSymbol (every CUDA driver since 3.2 exports it).
+	MemcpyDtoD(dst, src DevicePtr, n uint64) error
 	// MemsetD8 calls cuMemsetD8_v2.
 	MemsetD8(dst DevicePtr, v byte, n uint64) error
 	// ModuleLoadData calls cuModuleLoadData on a fatbin, cubin or PTX image.

@@ -36,6 +36,8 @@ enum {
 	// with the older name as fallback.
 	S_cuGetErrorName = S_REQUIRED, S_cuGetErrorString,
 	S_cuEventElapsedTime_v2, S_cuEventElapsedTime,
+	// Optional: device-to-device copies (difftest bench's bandwidth).
+	S_cuMemcpyDtoD_v2,
 	S_COUNT
 };
 
@@ -50,6 +52,7 @@ static const char *kd_names[S_COUNT] = {
 	"cuEventSynchronize", "cuEventDestroy_v2",
 	"cuGetErrorName", "cuGetErrorString",
 	"cuEventElapsedTime_v2", "cuEventElapsedTime",
+	"cuMemcpyDtoD_v2",
 };
 
 // kd_lib is one bound library: its dlopen handle and symbol table. Each
@@ -135,6 +138,10 @@ static CUresult kd_cuMemcpyHtoD(kd_lib *L, CUdeviceptr dst, const void *src, siz
 }
 static CUresult kd_cuMemcpyDtoH(kd_lib *L, void *dst, CUdeviceptr src, size_t n) {
 	return KD_FN(S_cuMemcpyDtoH_v2, CUresult, (void *, CUdeviceptr, size_t))(dst, src, n);
+}
+static int kd_has_memcpy_dtod(kd_lib *L) { return L->sym[S_cuMemcpyDtoD_v2] != NULL; }
+static CUresult kd_cuMemcpyDtoD(kd_lib *L, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+	return KD_FN(S_cuMemcpyDtoD_v2, CUresult, (CUdeviceptr, CUdeviceptr, size_t))(dst, src, n);
 }
 static CUresult kd_cuMemsetD8(kd_lib *L, CUdeviceptr dst, unsigned char v, size_t n) {
 	return KD_FN(S_cuMemsetD8_v2, CUresult, (CUdeviceptr, unsigned char, size_t))(dst, v, n);
@@ -357,6 +364,13 @@ func (d libDriver) MemcpyDtoH(dst []byte, src DevicePtr) error {
 		return nil
 	}
 	return d.check("cuMemcpyDtoH_v2", C.kd_cuMemcpyDtoH(d.l, unsafe.Pointer(&dst[0]), C.CUdeviceptr(src), C.size_t(len(dst))))
+}
+
+func (d libDriver) MemcpyDtoD(dst, src DevicePtr, n uint64) error {
+	if C.kd_has_memcpy_dtod(d.l) == 0 {
+		return fmt.Errorf("cuMemcpyDtoD_v2: %w: the driver library does not export it", ErrMissingSymbol)
+	}
+	return d.check("cuMemcpyDtoD_v2", C.kd_cuMemcpyDtoD(d.l, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n)))
 }
 
 func (d libDriver) MemsetD8(dst DevicePtr, v byte, n uint64) error {

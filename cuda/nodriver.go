@@ -23,6 +23,7 @@ func (d noDriver) MemAlloc(uint64) (DevicePtr, error)                         { 
 func (d noDriver) MemFree(DevicePtr) error                                    { return d.err }
 func (d noDriver) MemcpyHtoD(DevicePtr, []byte) error                         { return d.err }
 func (d noDriver) MemcpyDtoH([]byte, DevicePtr) error                         { return d.err }
+func (d noDriver) MemcpyDtoD(DevicePtr, DevicePtr, uint64) error              { return d.err }
 func (d noDriver) MemsetD8(DevicePtr, byte, uint64) error                     { return d.err }
 func (d noDriver) ModuleLoadData([]byte) (Module, error)                      { return 0, d.err }
 func (d noDriver) ModuleUnload(Module) error                                  { return d.err }

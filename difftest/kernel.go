@@ -250,6 +250,12 @@ type RunError struct {
 	// runner records it as not tested and goes on, where a plain
 	// Unavailable stops the run.
 	Skip bool
+	// Lost says the implementation's device is gone: its worker died and
+	// could not be started again, so no later case can run on it. A
+	// single-device run fails the case with Class and goes on (each later
+	// case tries again); RunPool retires the device and gives the case to
+	// the others.
+	Lost bool
 }
 
 func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }
@@ -269,6 +275,14 @@ type ImplOptions struct {
 	Fatbin  string        // --fatbin
 	Device  int           // --device
 	Timeout time.Duration // --timeout, per case
+	// Baseline is bench's --baseline FATBIN for cuda and emu: a second
+	// build loaded beside Fatbin (BaselineProvider); "" for none.
+	Baseline string
+	// Devices (more than one), or AllDevices, asks cuda and emu for one
+	// worker per device (--device 0,2,3 or --device all): the factory
+	// returns a Pool. Device is then ignored.
+	Devices    []int
+	AllDevices bool
 }
 
 // ImplFactory builds the named implementation ("cuda", ...). An

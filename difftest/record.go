@@ -35,17 +35,20 @@ type Record struct {
 	GeneratorVersion int             `json:"generator_version"`
 	InputSHA256      string          `json:"input_sha256"` // hex, over every input tensor (see InputDigest)
 	Impl             string          `json:"impl"`
-	Verdict          Verdict         `json:"verdict"`
-	Class            Class           `json:"class,omitempty"`
-	Message          string          `json:"message,omitempty"`
-	Metrics          map[string]any  `json:"metrics,omitempty"`
-	Worst            []Element       `json:"worst,omitempty"`
-	KeyMetric        string          `json:"key_metric,omitempty"` // the one metric the human table shows, "name=value"
-	KernelTime       time.Duration   `json:"kernel_time_ns"`       // device time of the first run; 0 if not measured
-	WallTime         time.Duration   `json:"wall_time_ns"`         // whole pipeline: generation, both runs, reference, checks
-	Warnings         []string        `json:"warnings,omitempty"`
-	Replay           string          `json:"replay,omitempty"`  // one shell command that re-runs exactly this case
-	Capture          string          `json:"capture,omitempty"` // saved capture file (--save-failures)
+	// Device is the ordinal of the device the case ran on, in a run over
+	// several (--device all or a list); empty otherwise.
+	Device     string         `json:"device,omitempty"`
+	Verdict    Verdict        `json:"verdict"`
+	Class      Class          `json:"class,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Metrics    map[string]any `json:"metrics,omitempty"`
+	Worst      []Element      `json:"worst,omitempty"`
+	KeyMetric  string         `json:"key_metric,omitempty"` // the one metric the human table shows, "name=value"
+	KernelTime time.Duration  `json:"kernel_time_ns"`       // device time of the first run; 0 if not measured
+	WallTime   time.Duration  `json:"wall_time_ns"`         // whole pipeline: generation, both runs, reference, checks
+	Warnings   []string       `json:"warnings,omitempty"`
+	Replay     string         `json:"replay,omitempty"`  // one shell command that re-runs exactly this case
+	Capture    string         `json:"capture,omitempty"` // saved capture file (--save-failures)
 	// ReplayCapture is the command that replays Capture with the same
 	// implementation and flags (see ReplayCaptureCommand).
 	ReplayCapture string `json:"replay_capture,omitempty"`

@@ -16,7 +16,7 @@ import (
 // (when seeds is set), class (or "-"), key metric (or "-") and time. Text
 // that comes from the record (a case id read back from a capture or a
 // report file) is escaped with SafeText.
-func tableCells(r *Record, seeds bool) []string {
+func tableCells(r *Record, seeds, devices bool) []string {
 	status, class := "ok", "-"
 	switch {
 	case r.Failed():
@@ -31,6 +31,9 @@ func tableCells(r *Record, seeds bool) []string {
 	cells := []string{status, SafeText(r.Case)}
 	if seeds {
 		cells = append(cells, fmt.Sprint(r.Seed))
+	}
+	if devices {
+		cells = append(cells, SafeText(r.Device))
 	}
 	return append(cells, SafeText(class), SafeText(metric), caseTime(r))
 }
@@ -85,8 +88,10 @@ func fmtDuration(d time.Duration) string {
 //	FAIL    topk_transform/ties-k         mismatch  missing=1       ~2.31ms ¹
 //
 // with a SEED column after CASE when the records ran under more than one
-// seed (--repeat); then, per failure, its message, its diagnosis
-// ("behaves like NAME: what it does", DiagnosisLines), worst elements and
+// seed (--repeat), and a DEVICE column when they carry their device (a run
+// over several, --device all); then, per failure, its message, its
+// diagnosis ("behaves like NAME: what it does", DiagnosisLines), worst
+// elements and
 // replay command(s); then numbered warnings; then, for a run on the
 // emulated driver (PropEmulated), a line "emulated: WHAT RAN"; then
 // "N passed, M failed (class n, …) in T". A record without kernel time
@@ -96,16 +101,24 @@ func fmtDuration(d time.Duration) string {
 // drive the terminal.
 func WriteTable(w io.Writer, rep *Report) error {
 	seeds := manySeeds(rep.Records)
-	header := []string{"STATUS", "CASE", "CLASS", "METRIC", "TIME"}
-	if seeds {
-		header = []string{"STATUS", "CASE", "SEED", "CLASS", "METRIC", "TIME"}
+	devices := false
+	for _, r := range rep.Records {
+		devices = devices || r.Device != ""
 	}
+	header := []string{"STATUS", "CASE"}
+	if seeds {
+		header = append(header, "SEED")
+	}
+	if devices {
+		header = append(header, "DEVICE")
+	}
+	header = append(header, "CLASS", "METRIC", "TIME")
 	rows := [][]string{header}
 	notes := &footnotes{index: map[string]int{}}
 	var wall bool
 	marks := make([]string, len(rep.Records))
 	for i, r := range rep.Records {
-		rows = append(rows, tableCells(r, seeds))
+		rows = append(rows, tableCells(r, seeds, devices))
 		var ms []string
 		for _, wn := range r.Warnings {
 			ms = append(ms, notes.mark(SafeLine(wn)))

@@ -12,7 +12,9 @@ import (
 )
 
 // fakeDifftest stands in for dist/difftest. "info" prints a device; "list
-// cases" two cases; "run" appends its arguments to FAKE_DT_LOG when set and
+// cases" two cases; "bench" writes a bench report of two timed cases to
+// its --json FILE and a table to stdout (FAKE_DT=benchfail: one case
+// failed its checks, exit 1); "run" appends its arguments to FAKE_DT_LOG when set and
 // writes a JSON Lines report to its --json FILE as FAKE_DT says:
 // pass (2 cases pass, exit 0), fail (1 pass, 1 time-out, exit 1), cut
 // (one case line, no summary, killed: exit 137) or nodevice (no report,
@@ -26,6 +28,14 @@ while [[ $# -gt 0 ]]; do
 done
 case $cmd in
 info) printf 'device 0:\n  name: Fake H200\n  loads: sm_90 SASS\n'; exit 0 ;;
+bench)
+	if [[ ${FAKE_DT:-} == benchfail ]]; then
+		printf '{"type":"bench","bandwidth":{"gbps":4012.5},"results":[{"case":"topk_transform/decode-b1-l2048-k512","builds":[{"verdict":"fail","class":"mismatch"}]}]}\n' >"$json"
+		echo "failures: topk_transform/decode-b1-l2048-k512"; exit 1
+	fi
+	printf '{"type":"bench","bandwidth":{"gbps":4012.5},"results":[{"case":"topk_transform/decode-b1-l2048-k512","builds":[{"verdict":"pass","stats":{"median_ns":6100},"pct_of_floor":12.5}]},{"case":"norm_rope_store/store-v4-N65536","builds":[{"verdict":"pass","stats":{"median_ns":9000},"pct_of_floor":40}]}]}\n' >"$json"
+	printf 'CASE  MEDIAN  %% OF FLOOR\ntopk_transform/decode-b1-l2048-k512  6.100µs ±1%%  12.50%%\n'
+	exit 0 ;;
 list) printf 'CASE FAMILY FILE\nnorm_rope_store/g/N=9 g quick/normrope.toml\ntopk_transform/a.b+ a quick/topk.toml\ntopk_transform/c c quick/topk.toml\n'; exit 0 ;;
 run) ;;
 *) exit 2 ;;
@@ -280,5 +290,21 @@ func TestGPUCheckControlCases(t *testing.T) {
 	}
 	if strings.Contains(string(sb2), "--padding") || strings.Contains(string(sb2), "--require-cuda-init") {
 		t.Errorf("an older tool was given options it lacks:\n%s", sb2)
+	}
+}
+
+// The bench step: the row's figures from bench.json, and the bench table
+// after the steps table.
+func TestGPUCheckBench(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	rows, rc := gpuCheck(t, "bench")
+	if want := "ok 2 cases timed, copy bandwidth 4012.5 GB/s, % of floor 12.5 … 40 (median 40)"; rows["bench"] != want || rc != 0 {
+		t.Errorf("bench row %q (exit %d), want %q", rows["bench"], rc, want)
+	}
+	rows, rc = gpuCheck(t, "bench", "FAKE_DT=benchfail")
+	if want := "FAIL exit 1; 0 cases timed, copy bandwidth 4012.5 GB/s, 1 failed their checks: topk_transform/decode-b1-l2048-k512"; !strings.HasPrefix(rows["bench"], want) || rc != 1 {
+		t.Errorf("bench row %q (exit %d), want prefix %q", rows["bench"], rc, want)
 	}
 }

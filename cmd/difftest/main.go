@@ -7,12 +7,16 @@
 //	difftest replay [--impl IMPL] FILE.safetensors
 //	difftest selftest [--suite NAME|FILE] [--seed N]
 //	difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...
+//	difftest bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--cold flush|rotate] [--json FILE] [--max-slowdown X]
+//	difftest report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html
 //	difftest gpu-selftest [--suite NAME|FILE] [--fatbin FILE] [--reference] [flags]
 //	difftest info [--fatbin FILE] [--device N]
 //	difftest help
 //
 // `list families` prints each kernel's input families and the suite
-// params they accept. --fatbin defaults to build/kernels.fatbin, relative
+// params they accept. `run --device all` (or a list) runs one GPU worker
+// per device; `run --shard auto` takes its shard from a Slurm array, a
+// Kubernetes indexed Job or KD_SHARD. --fatbin defaults to build/kernels.fatbin, relative
 // to the working directory. Every command prints its flags with --help
 // and exits 0. (cuda-worker, the GPU worker process of the cuda
 // implementation, is internal.)

@@ -143,6 +143,8 @@ func (d *Driver) DeviceAttribute(_ cuda.Device, a cuda.Attribute) (int, error) {
 		return 132, nil
 	case cuda.AttrMaxThreadsPerBlock:
 		return 1024, nil
+	case cuda.AttrL2CacheSize:
+		return FakeL2Bytes, nil
 	}
 	return 0, nil
 }
@@ -252,6 +254,27 @@ func (d *Driver) MemcpyDtoH(dst []byte, src cuda.DevicePtr) error {
 		return fail("cuMemcpyDtoH_v2", cuda.ErrorInvalidValue)
 	}
 	copy(dst, s)
+	return nil
+}
+
+// FakeL2Bytes is the L2 cache size the fake device reports
+// (cuda.AttrL2CacheSize): 1 MiB, so that an L2 flush buffer stays small
+// in tests.
+const FakeL2Bytes = 1 << 20
+
+// MemcpyDtoD implements cuda.Driver: both ranges must lie inside one
+// allocation each.
+func (d *Driver) MemcpyDtoD(dst, src cuda.DevicePtr, n uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.gate("cuMemcpyDtoD_v2"); err != nil {
+		return err
+	}
+	s, t := d.span(src, n), d.span(dst, n)
+	if s == nil || t == nil {
+		return fail("cuMemcpyDtoD_v2", cuda.ErrorInvalidValue)
+	}
+	copy(t, s)
 	return nil
 }
 

@@ -45,14 +45,29 @@
  *     runs against this library too.
  *   - Events record host time (std::chrono::steady_clock); a launch runs
  *     to completion inside cuLaunchKernel, so the time between two events
- *     around it is the emulation's run time.
+ *     around it is the emulation's run time (difftest bench labels such
+ *     times meaningless). cuMemcpyDtoD_v2 is a memcpy inside the
+ *     allocations, and the device reports an L2 of 4 MiB
+ *     (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), so bench's L2 flush and copy
+ *     bandwidth run their real code paths at CPU speed.
+ *   - KD_EMU_DEVICES=N (1 to 16, default 1) makes it N devices of the same
+ *     name, told apart by their PCI bus id (the ordinal), each with its
+ *     own primary context; the process's memory is shared by all, as one
+ *     address space (each worker of difftest opens one device).
  *
  * Injected faults, for tests of the worker's error handling: with
  * KD_EMU_FAULT=ENTRY:CLASS in the environment, every launch of entry point
  * ENTRY fails with CLASS instead of running: "illegal-address" (sticky
  * CUDA_ERROR_ILLEGAL_ADDRESS at the next synchronisation), "launch-failed"
  * (sticky CUDA_ERROR_LAUNCH_FAILED), "hang" (the next synchronisation
- * never returns), "segv" (the process dies of SIGSEGV in the launch).
+ * never returns), "segv" (the process dies of SIGSEGV in the launch),
+ * "lost" (the device falls off the bus: the process is killed by SIGKILL
+ * in the launch, and the device's ordinal is appended to the file
+ * KD_EMU_LOST names, which must be set; every later
+ * cuDevicePrimaryCtxRetain of an ordinal listed there, in any process,
+ * fails with CUDA_ERROR_DEVICE_UNAVAILABLE, so the device cannot be opened
+ * again). ENTRY:CLASS@D limits the fault to launches on device D (the
+ * current context's), e.g. KD_EMU_FAULT=kd_topk_transform_512:lost@1.
  *
  * Build (scripts/test-emu-driver does):
  *   g++ -x c++ -std=c++20 -O2 -ffp-contract=off -shared -fPIC \
@@ -86,6 +101,7 @@ enum : int {
     kInvalidValue = 1,
     kOutOfMemory = 2,
     kNotInitialized = 3,
+    kDeviceUnavailable = 46,
     kInvalidDevice = 101,
     kInvalidImage = 200,
     kInvalidContext = 201,
@@ -107,6 +123,7 @@ constexpr ErrorText kErrors[] = {
     {kInvalidValue, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {kOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {kNotInitialized, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {kDeviceUnavailable, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
     {kInvalidDevice, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {kInvalidImage, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {kInvalidContext, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
@@ -143,6 +160,23 @@ void device_cc(int *major, int *minor)
     *minor = b;
 }
 constexpr size_t kTotalMem = size_t{16} << 30;
+constexpr int kL2Bytes = 4 << 20;
+constexpr int kMaxDevices = 16;
+
+/* device_count is KD_EMU_DEVICES (1 to kMaxDevices), default 1; anything
+ * else stops the process. */
+int device_count()
+{
+    const char *s = std::getenv("KD_EMU_DEVICES");
+    if (s == nullptr || *s == 0) return 1;
+    char *end = nullptr;
+    const long n = std::strtol(s, &end, 10);
+    if (*end != 0 || n < 1 || n > kMaxDevices) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_DEVICES=%s: want a device count from 1 to %d\n", s, kMaxDevices);
+        std::abort();
+    }
+    return static_cast<int>(n);
+}
 constexpr int kDriverVersion = 13000; /* CUDA 13.0 */
 
 /* What a launch did, as the device would report it at the next
@@ -201,28 +235,81 @@ struct Alloc {
 
 std::mutex g_mu; /* every entry point holds it: one device, one queue */
 bool g_inited = false;
-int g_ctx_refs = 0;
+int g_ctx_refs[kMaxDevices] = {}; /* primary context references per device */
 int g_sticky = kSuccess;  /* a device exception: every call fails with it */
 int g_pending = kSuccess; /* an error the next synchronisation reports */
 bool g_hang = false;      /* the next synchronisation never returns */
 std::map<uintptr_t, Alloc> g_allocs;
-char g_primary_ctx; /* its address is the primary context's handle */
+char g_primary_ctx[kMaxDevices]; /* the address of element d is device d's primary context */
 thread_local void *t_current = nullptr;
 
-/* fault_for returns the injected fault class of entry name ("" for none);
- * a KD_EMU_FAULT that is not ENTRY:CLASS stops the process. */
+/* current_device is the ordinal of the calling thread's current context
+ * (0 when there is none). */
+int current_device()
+{
+    if (t_current == nullptr) return 0;
+    return static_cast<int>(static_cast<char *>(t_current) - g_primary_ctx);
+}
+
+/* fault_for returns the injected fault class of entry name on the current
+ * device ("" for none); a KD_EMU_FAULT that is not ENTRY:CLASS or
+ * ENTRY:CLASS@DEVICE stops the process. */
 std::string fault_for(const char *name)
 {
     const char *f = std::getenv("KD_EMU_FAULT");
     if (f == nullptr || *f == 0) return "";
     const std::string s = f;
     const size_t colon = s.find(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-        std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT=%s: want ENTRY:CLASS\n", f);
+    const size_t at = s.find('@', colon == std::string::npos ? 0 : colon);
+    const std::string cls = s.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1);
+    bool ok = colon != std::string::npos && colon > 0 && !cls.empty();
+    int dev = -1;
+    if (ok && at != std::string::npos) {
+        char *end = nullptr;
+        dev = static_cast<int>(std::strtol(s.c_str() + at + 1, &end, 10));
+        ok = at + 1 < s.size() && *end == 0 && dev >= 0;
+    }
+    if (!ok) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT=%s: want ENTRY:CLASS or ENTRY:CLASS@DEVICE\n", f);
         std::abort();
     }
-    if (s.substr(0, colon) != name) return "";
-    return s.substr(colon + 1);
+    if (s.substr(0, colon) != name || (dev >= 0 && dev != current_device())) return "";
+    return cls;
+}
+
+/* lost_file is KD_EMU_LOST: the file listing lost device ordinals. */
+const char *lost_file() { return std::getenv("KD_EMU_LOST"); }
+
+/* device_lost reports whether ordinal d is listed in KD_EMU_LOST's file. */
+bool device_lost(int d)
+{
+    const char *path = lost_file();
+    if (path == nullptr || *path == 0) return false;
+    FILE *fp = std::fopen(path, "r");
+    if (fp == nullptr) return false;
+    int x;
+    bool lost = false;
+    while (std::fscanf(fp, "%d", &x) == 1) lost = lost || x == d;
+    std::fclose(fp);
+    return lost;
+}
+
+/* lose marks the current device lost in KD_EMU_LOST's file and kills the
+ * process, as a device falling off the bus takes its process with it. */
+[[noreturn]] void lose()
+{
+    const char *path = lost_file();
+    if (path == nullptr || *path == 0) {
+        std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT class lost needs KD_EMU_LOST=FILE\n");
+        std::abort();
+    }
+    FILE *fp = std::fopen(path, "a");
+    if (fp != nullptr) {
+        std::fprintf(fp, "%d\n", current_device());
+        std::fclose(fp);
+    }
+    std::raise(SIGKILL);
+    std::abort();
 }
 
 /* ready checks what every call after cuInit needs: initialised, no sticky
@@ -231,16 +318,16 @@ int ready(bool ctx)
 {
     if (!g_inited) return kNotInitialized;
     if (g_sticky != kSuccess) return g_sticky;
-    if (ctx && (t_current == nullptr || g_ctx_refs == 0)) return kInvalidContext; /* none, or reset */
+    if (ctx && (t_current == nullptr || g_ctx_refs[current_device()] == 0)) return kInvalidContext; /* none, or reset */
     return kSuccess;
 }
 
-/* device_ready is ready(false) for a call on device d, of which there is
- * one: CUDA_ERROR_INVALID_DEVICE for any other. */
+/* device_ready is ready(false) for a call on device d: one of the
+ * device_count() devices, else CUDA_ERROR_INVALID_DEVICE. */
 int device_ready(int d)
 {
     if (int e = ready(false)) return e;
-    return d == 0 ? kSuccess : kInvalidDevice;
+    return d >= 0 && d < device_count() ? kSuccess : kInvalidDevice;
 }
 
 /* synchronise reports (and clears, or makes sticky) the pending error. */
@@ -443,7 +530,7 @@ KD_EXPORT int cuDeviceGetCount(int *n)
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = ready(false)) return e;
     if (n == nullptr) return kInvalidValue;
-    *n = 1;
+    *n = device_count();
     return kSuccess;
 }
 
@@ -451,7 +538,7 @@ KD_EXPORT int cuDeviceGet(int *d, int ordinal)
 {
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = device_ready(ordinal)) return e;
-    *d = 0;
+    *d = ordinal;
     return kSuccess;
 }
 
@@ -477,7 +564,9 @@ KD_EXPORT int cuDeviceGetAttribute(int *v, int attr, int d)
     case 16: *v = 1; break;            /* MULTIPROCESSOR_COUNT */
     case 17: *v = 0; break;            /* KERNEL_EXEC_TIMEOUT */
     case 32: *v = 0; break;            /* ECC_ENABLED */
-    case 33: case 34: case 50: *v = 0; break; /* PCI bus, device, domain */
+    case 33: *v = d; break;            /* PCI_BUS_ID: the ordinal tells devices apart */
+    case 34: case 50: *v = 0; break;   /* PCI device, domain */
+    case 38: *v = kL2Bytes; break;     /* L2_CACHE_SIZE, bytes */
     case 36: *v = 1000000; break;      /* MEMORY_CLOCK_RATE, kHz */
     case 75: { int mi; device_cc(v, &mi); break; } /* COMPUTE_CAPABILITY_MAJOR */
     case 76: { int ma; device_cc(&ma, v); break; } /* COMPUTE_CAPABILITY_MINOR */
@@ -499,8 +588,9 @@ KD_EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
     if (int e = device_ready(d)) return e;
-    ++g_ctx_refs;
-    *ctx = &g_primary_ctx;
+    if (device_lost(d)) return kDeviceUnavailable;
+    ++g_ctx_refs[d];
+    *ctx = &g_primary_ctx[d];
     return kSuccess;
 }
 
@@ -508,9 +598,12 @@ KD_EXPORT int cuDevicePrimaryCtxRelease_v2(int d)
 {
     std::lock_guard<std::mutex> l(g_mu);
     if (!g_inited) return kNotInitialized;
-    if (d != 0) return kInvalidDevice;
-    if (g_ctx_refs == 0) return kInvalidContext;
-    if (--g_ctx_refs == 0) {
+    if (d < 0 || d >= device_count()) return kInvalidDevice;
+    if (g_ctx_refs[d] == 0) return kInvalidContext;
+    --g_ctx_refs[d];
+    int refs = 0;
+    for (int r : g_ctx_refs) refs += r;
+    if (refs == 0) {
         /* The last reference resets the context: its memory is freed and a
          * sticky error is gone (modules and events are leaked, not reused). */
         for (auto &a : g_allocs) munmap(a.second.map, a.second.map_len);
@@ -526,7 +619,9 @@ KD_EXPORT int cuCtxSetCurrent(void *ctx)
 {
     std::lock_guard<std::mutex> l(g_mu);
     if (!g_inited) return kNotInitialized;
-    if (ctx != nullptr && (ctx != &g_primary_ctx || g_ctx_refs == 0)) return kInvalidContext;
+    const char *c = static_cast<const char *>(ctx);
+    if (ctx != nullptr && (c < g_primary_ctx || c >= g_primary_ctx + device_count() || g_ctx_refs[c - g_primary_ctx] == 0))
+        return kInvalidContext;
     t_current = ctx;
     return kSuccess;
 }
@@ -592,6 +687,15 @@ KD_EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
     if (e == kSuccess && n > 0) std::memcpy(dst, reinterpret_cast<const void *>(src), n);
     g_mu.unlock();
     return e;
+}
+
+KD_EXPORT int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    if (int e = ready(true)) return e;
+    if (find(dst, n) == nullptr || find(src, n) == nullptr) return kInvalidValue;
+    if (n > 0) std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
+    return kSuccess;
 }
 
 KD_EXPORT int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n)
@@ -682,6 +786,7 @@ KD_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, uns
         return kSuccess;
     }
     if (fault == "segv") std::raise(SIGSEGV);
+    if (fault == "lost") lose();
     if (!fault.empty()) {
         std::fprintf(stderr, "libcuda_emu: KD_EMU_FAULT: unknown class %s\n", fault.c_str());
         std::abort();

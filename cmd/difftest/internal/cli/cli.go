@@ -162,6 +162,8 @@ func commands() []command {
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
 		{"shrink", shrinkUsage, "reduce a failing case to a small reproducer: a capture file, a suite entry, a replay line", shrinkCmd},
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
+		{"report", "report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html", "one self-contained HTML page of runs, failures, histograms and bench tables", reportCmd},
+		{"bench", "bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--json FILE] [flags]", "time kernels with a cold L2 against the copy-bandwidth floor; A/B two builds", benchCmd},
 	}
 }
 

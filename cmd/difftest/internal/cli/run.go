@@ -29,12 +29,17 @@ type implFlags struct {
 	junit   string
 	// diagnose is --diagnose (diagnose.go).
 	diagnose diagnoseFlag
+
+	// devices (more than one) and allDevices: --device 0,2,3 and --device
+	// all, one worker per device (devices.go).
+	devices    []int
+	allDevices bool
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
-	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
+	fs.Var(deviceFlag{f}, "device", "CUDA device `N`, a list 0,2,3, or all: one worker per device, cases spread across them (cuda, emu)")
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
@@ -92,7 +97,7 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 			}
 		}
 	}
-	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Timeout: f.timeout})
+	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
@@ -176,7 +181,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runRe := fs.String("run", "", "run only cases whose id matches `REGEXP`")
 	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
 	repeat := fs.Int("repeat", 1, "run seeds seed … seed+N−1")
-	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index)")
+	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index), or auto: from a Slurm array, a Kubernetes indexed Job or KD_SHARD")
 	failfast := fs.Bool("failfast", false, "stop after the first failing case")
 	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
 	pos, err := parseInterspersed(fs, args)
@@ -198,7 +203,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "--run: %v", err)
 		}
 	}
-	if *shardFlag != "" {
+	if *shardFlag == "auto" {
+		if sel.Shard, err = autoShard(stderr); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	} else if *shardFlag != "" {
 		if sel.Shard, err = difftest.ParseShard(*shardFlag); err != nil {
 			return usageErr(stderr, "%v", err)
 		}
@@ -228,8 +237,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
 		failfast: *failfast, saveDir: *saveDir,
-		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(opts, r.Case, r.Seed) },
-		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(opts, r.Capture) },
+		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(onDevice(opts, r), r.Case, r.Seed) },
+		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(onDevice(opts, r), r.Capture) },
 	}, stdout, stderr)
 }
 
@@ -270,7 +279,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	}
 	rep := &difftest.Report{Header: h}
 	prog := newProgress(stderr)
-	sum, runErr := difftest.Run(ctx, difftest.Config{
+	cfg := difftest.Config{
 		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
 		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture,
 		OnRecord: func(r *difftest.Record) error {
@@ -282,7 +291,8 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 		},
 		Progress: prog.update,
 		Diagnose: f.diagnose.config(),
-	})
+	}
+	sum, runErr := runPooled(ctx, cfg, impl, rep, stderr)
 	prog.finish()
 	rep.Summary = &sum
 	if pp, ok := impl.(difftest.PropertyProvider); ok {
