@@ -110,9 +110,19 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	if len(written) != len(c.Outputs) {
 		return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Written lists %d outputs, the case has %d", len(written), len(c.Outputs))}
 	}
+	var unspecified [][]Range
+	if us, ok := k.(Unspecifier); ok {
+		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(c.Outputs) {
+			return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Unspecified lists %d outputs, the case has %d", len(unspecified), len(c.Outputs))}
+		}
+	}
 	untouched := make([][]Range, len(c.Outputs))
 	for i, o := range c.Outputs {
-		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
+		owned := written[i]
+		if unspecified != nil {
+			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
+		}
+		if untouched[i], err = complement(o.Name, o.Bytes(), owned); err != nil {
 			return out, &InternalError{Case: c.ID, Err: err}
 		}
 	}
