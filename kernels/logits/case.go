@@ -54,7 +54,7 @@ type gen struct {
 	Params
 	key     uint64
 	fam     family
-	lengths []int   // per row
+	lengths []int    // per row
 	pages   [][]int  // per row, the physical id of each used page
 	compact [][2]int // (row, page) of compact page u; identity and perm: (−1, id), rows share them
 	// physical is the physical id of compact page u

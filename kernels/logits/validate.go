@@ -43,7 +43,7 @@ func Validate(c *difftest.Case) error {
 
 // inputs is a validated case, unpacked.
 type inputs struct {
-	p                       Params
+	p                      Params
 	q, w, cache, lens, tbl *difftest.Tensor
 }
 
