@@ -37,6 +37,7 @@ import (
 	// The cuda implementation, `difftest info` and the GPU worker.
 	_ "github.com/kerneldiff/kerneldiff/bridge"
 	// Kernel contracts register themselves.
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )

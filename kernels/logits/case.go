@@ -404,6 +404,10 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 			binary.LittleEndian.PutUint32(page[i:], trapScale)
 		}
 	}
+	var pool [][Dim]uint16
+	if g.fam.tokens == nil {
+		pool = g.tokenPool()
+	}
 	perChunk := max(1, keyChunkTokens/P)
 	preset := normrope.PresetV4
 	if g.Store == StoreBF16 {
@@ -415,7 +419,7 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 		// generator's rule); tokens go to slots [0, N), pages [0, n).
 		N := n * P
 		subPages := pagesFor(N+max(1, N/8), P)
-		sub := difftest.CaseSpec{Kernel: normrope.KernelName, Family: "gaussian", Name: fmt.Sprintf("%s/keys/%d", spec.Name, ci),
+		sub := difftest.CaseSpec{Kernel: normrope.KernelName, Family: "zero", Name: fmt.Sprintf("%s/keys/%d", spec.Name, ci),
 			Params: map[string]any{"preset": preset, "P": int64(P), "N": int64(N), "num_pages": int64(subPages), "holes": false}}
 		subKey := rng.NewStream(g.key, streamKeys, uint64(ci)<<32).Uint64()
 		nc, err := normrope.NewCase(sub, seed, subKey)
@@ -428,6 +432,8 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 		}
 		if g.fam.tokens != nil {
 			g.fam.tokens(g, nc, ci)
+		} else {
+			g.poolTokens(nc, ci, pool)
 		}
 		o := nc.Outputs[0]
 		part := difftest.MustTensor(o.Name, o.DType, o.Shape...)
@@ -440,6 +446,53 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 		}
 	}
 	return nil
+}
+
+// poolSize is the number of Gaussian vectors the tokens are made from.
+const poolSize = 4096
+
+// tokenPool draws poolSize vectors of 128 N(0,1) values, as bf16 bits.
+func (g *gen) tokenPool() [][Dim]uint16 {
+	pool := make([][Dim]uint16, poolSize)
+	for i := range pool {
+		st := rng.NewStream(g.key, streamTokens, uint64(i)<<32|1<<63)
+		for d := range pool[i] {
+			pool[i][d] = numeric.BF16FromF64(st.Normal())
+		}
+	}
+	return pool
+}
+
+// poolTokens writes the x of key chunk ci's norm_rope_store sub-case:
+// token t is σ·(±v_d) with v a vector of the pool picked at random, an
+// independent random sign per dim, and σ = 2^k, k uniform in [−4, 4]
+// (exact on the bf16 bits: the exponent moves by k).
+// The signs make every token its own i.i.d. Gaussian vector (2^128 sign
+// patterns per pool vector) for 5 words instead of 128 Box–Muller draws,
+// so a 262,144-key row costs a fraction of a second; tokens of one pool
+// vector share their magnitudes, nothing else. The sub-case keeps the
+// norm weights it drew.
+func (g *gen) poolTokens(nc *difftest.Case, ci int, pool [][Dim]uint16) {
+	x := nc.Input(normrope.NameX)
+	n, stride := x.Shape[0], x.Shape[1]
+	st := rng.NewStream(g.key, streamTokens, uint64(ci)<<32)
+	for t := 0; t < n; t++ {
+		v := &pool[st.Intn(len(pool))]
+		k := st.Intn(9) - 4
+		row := x.Data[2*t*stride:]
+		for w := 0; w < Dim/32; w++ {
+			signs := st.Uint32()
+			for i := 0; i < 32; i++ {
+				d := 32*w + i
+				b := v[d]
+				if b&0x7FFF != 0 {
+					b += uint16(k << 7) // exponent + k: Box–Muller gives 2^-50 < |v| < 2^4, far from bf16's limits
+				}
+				b ^= uint16(signs>>i&1) << 15
+				binary.LittleEndian.PutUint16(row[2*d:], b)
+			}
+		}
+	}
 }
 
 // FromTensors rebuilds a case from a capture file: params is the JSON of
