@@ -48,6 +48,10 @@ const (
 // keys are written in chunks of whole pages, so x stays small).
 const keyChunkTokens = 1 << 16
 
+// keyPositions is the rows of the sub-cases' YaRN table: each key's RoPE
+// position is uniform in [0, keyPositions).
+const keyPositions = 512
+
 // gen is one case being generated: the decoded suite parameters and the
 // page plan.
 type gen struct {
@@ -406,7 +410,7 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 	}
 	var pool [][Dim]uint16
 	if g.fam.tokens == nil {
-		pool = g.tokenPool()
+		pool = g.tokenPool(min(poolSize, max(1, len(g.compact)*P)))
 	}
 	perChunk := max(1, keyChunkTokens/P)
 	preset := normrope.PresetV4
@@ -420,7 +424,7 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 		N := n * P
 		subPages := pagesFor(N+max(1, N/8), P)
 		sub := difftest.CaseSpec{Kernel: normrope.KernelName, Family: "zero", Name: fmt.Sprintf("%s/keys/%d", spec.Name, ci),
-			Params: map[string]any{"preset": preset, "P": int64(P), "N": int64(N), "num_pages": int64(subPages), "holes": false}}
+			Params: map[string]any{"preset": preset, "P": int64(P), "N": int64(N), "num_pages": int64(subPages), "holes": false, "max_pos": int64(keyPositions)}}
 		subKey := rng.NewStream(g.key, streamKeys, uint64(ci)<<32).Uint64()
 		nc, err := normrope.NewCase(sub, seed, subKey)
 		if err != nil {
@@ -448,12 +452,13 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 	return nil
 }
 
-// poolSize is the number of Gaussian vectors the tokens are made from.
+// poolSize is the most Gaussian vectors the tokens are made from (fewer
+// when the case has fewer slots).
 const poolSize = 4096
 
-// tokenPool draws poolSize vectors of 128 N(0,1) values, as bf16 bits.
-func (g *gen) tokenPool() [][Dim]uint16 {
-	pool := make([][Dim]uint16, poolSize)
+// tokenPool draws n vectors of 128 N(0,1) values, as bf16 bits.
+func (g *gen) tokenPool(n int) [][Dim]uint16 {
+	pool := make([][Dim]uint16, n)
 	for i := range pool {
 		st := rng.NewStream(g.key, streamTokens, uint64(i)<<32|1<<63)
 		for d := range pool[i] {

@@ -67,6 +67,12 @@ var cudaOrder = sim32{fma: true, heads: headsSplit4}
 func fma32(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
 	cc := float64(c)
+	if float64(float32(p)) == p {
+		// a·b is an f32 value: the sum of two f32 values rounded to f64
+		// and then to f32 is correctly rounded (53 ≥ 2·24 + 2: S. A.
+		// Figueroa, "When is double rounding innocuous?", SIGNUM 1995).
+		return float32(p + cc)
+	}
 	hi := p + cc
 	bv := hi - p
 	lo := (p - (hi - bv)) + (cc - bv)
