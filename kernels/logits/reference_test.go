@@ -111,7 +111,9 @@ func TestPermutedPagesSameLogits(t *testing.T) {
 			run  func(c *difftest.Case, out *difftest.Tensor) error
 		}{
 			{"reference", func(c *difftest.Case, out *difftest.Tensor) error { return Compute(c, out) }},
-			{"cuda model", func(c *difftest.Case, out *difftest.Tensor) error { return runSim(c, []*difftest.Tensor{out}, cudaOrder) }},
+			{"cuda model", func(c *difftest.Case, out *difftest.Tensor) error {
+				return runSim(c, []*difftest.Tensor{out}, cudaOrder)
+			}},
 		} {
 			a, b := newLogits(c), newLogits(d)
 			if err := impl.run(c, a); err != nil {
