@@ -95,7 +95,7 @@ func mustCaseQuiet(t *testing.T, params map[string]any) *difftest.Case {
 func TestDontCareKeys(t *testing.T) {
 	c := mustCase(t, "gaussian", map[string]any{"lengths": []any{int64(3)}, "H": int64(2), "P": int64(4), "pages": PagesIdentity})
 	cache := c.Input(NameCache)
-	cache.Data[5] = 0x7F                                        // slot 0: a NaN code
+	cache.Data[5] = 0x7F                                       // slot 0: a NaN code
 	copy(cache.Data[128*4+4:], []byte{0x00, 0x00, 0x80, 0x7F}) // slot 1: scale +inf
 	if err := Validate(c); err != nil {
 		t.Fatal(err)
