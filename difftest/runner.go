@@ -75,6 +75,9 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 			err = &InternalError{Case: c.ID, Err: fmt.Errorf("panic: %v (%s)", p, panicFrame(debug.Stack()))}
 		}
 	}()
+	if ch, ok := k.(Chain); ok {
+		return cr.runChain(ctx, ch, c, rec)
+	}
 	digests := make([][32]byte, len(c.Inputs))
 	for i, t := range c.Inputs {
 		digests[i] = t.Digest()

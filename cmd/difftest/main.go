@@ -39,6 +39,7 @@ import (
 	// Kernel contracts register themselves.
 	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
