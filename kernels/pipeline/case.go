@@ -375,7 +375,7 @@ func (g *gen) plant(c *difftest.Case) error {
 			return err
 		}
 		if f > target {
-			for it := 0; it < 40; it++ {
+			for it := 0; it < 32; it++ { // α to 2^-32
 				mid := (lo + hi) / 2
 				tm, fm, err := try(mid)
 				if err != nil {
