@@ -57,7 +57,8 @@ const poolSize = 4096
 // direction towards Σ_h max(w_h, 0)·q_h, as little as gives the margin
 // (found by bisection on the exact key of the bf16 token; Params.Margins
 // records the margin reached, below the one asked when even the full
-// turn cannot reach it).
+// turn cannot reach it, above it when the row's own token already
+// scores higher: that token is kept).
 func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	g, err := plan(spec)
 	if err != nil {
