@@ -13,13 +13,13 @@
 // kernel.
 //
 // The kernel registers as "pipeline". Its case's inputs (contract order):
-// stage 1, x bf16 [B·S_max… rows: one per token], weight f32 [128], bias
-// f32 [128], freqs f32 [max_pos, 64], positions i64 [N], out_loc i64 [N];
-// stage 2, q (u8 e4m3fn codes or bf16) [B, H, 128], weights f32 [B, H];
-// stages 2 and 3, seq_lens i32 [B], page_table i32 [B, max_pages]; the
-// exact pipeline, q_exact f32 [B, H, 128] and weights_exact f32 [B, H].
-// Token t = b·stride + s is position s of row b (tokens past a row's
-// length are not written: out_loc −1).
+// stage 1, x bf16 [N, 128], weight f32 [128], bias f32 [128], freqs f32
+// [stride, 64], positions i64 [N], out_loc i64 [N], with N = Σ_b L_b
+// tokens, token L_0 + … + L_(b−1) + s being position s of row b (RoPE
+// position s, written to the slot its page table gives); stage 2, q (u8
+// e4m3fn codes or bf16) [B, H, 128], weights f32 [B, H]; stages 2 and 3,
+// seq_lens i32 [B], page_table i32 [B, max_pages]; the exact pipeline,
+// q_exact f32 [B, H, 128] and weights_exact f32 [B, H].
 package pipeline
 
 import (
