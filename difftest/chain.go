@@ -7,6 +7,7 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Chain is an optional interface of a Kernel whose cases are chains of
@@ -27,45 +28,63 @@ type Chain interface {
 
 // StageFunc runs one stage case on the implementation under test through
 // the whole case pipeline of RunCase (validation, guards, poison, both
-// runs, the reference on the same input, the check) and returns the
-// implementation's outputs of its first run (nil when it failed before
-// producing any) and the stage's record. When the implementation does not
-// offer the stage's kernel (a serve program that implements only some of
-// them), the stage runs on the reference instead and the record says so
-// in a warning and in Impl ("reference"). A stage that breaks its
-// kernel's contract is recorded with class InvalidCase.
-type StageFunc func(ctx context.Context, stage *Case) (got []*Tensor, rec *Record, err error)
+// runs, the reference on the same input, the check). A stage that breaks
+// its kernel's contract is recorded with class InvalidCase. The error is
+// an internal fault or the context's.
+type StageFunc func(ctx context.Context, stage *Case) (StageResult, error)
+
+// StageResult is what StageFunc leaves of one stage.
+type StageResult struct {
+	// Got holds the outputs of the implementation's first run (nil when
+	// it failed before producing any).
+	Got []*Tensor
+	// Rec is the stage's record.
+	Rec *Record
+	// OnReference is set when the implementation does not offer the
+	// stage's kernel (a serve program that implements only some of them):
+	// the stage then ran on the reference instead, and Rec says so in a
+	// warning. A chain none of whose stages the implementation offers is
+	// not tested: its case is recorded as skipped (class unavailable).
+	OnReference bool
+}
 
 // runChain is RunCase for a kernel that implements Chain.
 func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record) (Outcome, error) {
 	sum := InputDigest(c)
 	rec.InputSHA256 = fmt.Sprintf("%x", sum[:])
 	rec.Verdict = VerdictPass
-	run := func(ctx context.Context, stage *Case) ([]*Tensor, *Record, error) {
+	stages, fallbacks := 0, 0
+	var kernels []string
+	run := func(ctx context.Context, stage *Case) (StageResult, error) {
 		k, ok := LookupKernel(stage.Kernel)
 		if !ok {
-			return nil, nil, &InternalError{Case: c.ID, Err: fmt.Errorf("stage %s: unknown kernel %q", stage.ID, stage.Kernel)}
+			return StageResult{}, &InternalError{Case: c.ID, Err: fmt.Errorf("stage %s: unknown kernel %q", stage.ID, stage.Kernel)}
 		}
+		stages++
+		kernels = append(kernels, stage.Kernel)
 		srec := NewRecord(stage, cr.Impl.Name())
 		if err := k.Validate(stage); err != nil {
 			srec.Verdict, srec.Class, srec.Message = VerdictFail, InvalidCase, err.Error()
-			return nil, srec, nil
+			return StageResult{Rec: srec}, nil
 		}
 		out, err := cr.RunCase(ctx, k, stage, srec)
 		if err != nil {
-			return nil, srec, err
+			return StageResult{Rec: srec}, err
 		}
+		onRef := false
 		if srec.Verdict == VerdictSkip {
 			why := srec.Message
 			ref := &CaseRun{Impl: ReferenceImpl{}, Timeout: cr.Timeout}
 			srec = NewRecord(stage, ReferenceImpl{}.Name())
 			if out, err = ref.RunCase(ctx, k, stage, srec); err != nil {
-				return nil, srec, err
+				return StageResult{Rec: srec}, err
 			}
 			srec.Warnings = append(srec.Warnings, fmt.Sprintf("%s ran on the reference: the implementation does not offer it (%s)", stage.Kernel, SafeLine(why)))
+			onRef = true
+			fallbacks++
 		}
 		rec.KernelTime += srec.KernelTime
-		return out.Got, srec, nil
+		return StageResult{Got: out.Got, Rec: srec, OnReference: onRef}, nil
 	}
 	res, err := ch.RunChain(ctx, c, run)
 	if err != nil {
@@ -73,8 +92,12 @@ func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record)
 	}
 	rec.Metrics, rec.Worst = res.Metrics, res.Worst
 	rec.Warnings = append(rec.Warnings, res.Warnings...)
-	if res.Failed() {
+	switch {
+	case res.Failed():
 		rec.Verdict, rec.Class, rec.Message = VerdictFail, res.Class, res.Message
+	case stages > 0 && fallbacks == stages:
+		rec.Verdict, rec.Class = VerdictSkip, Unavailable
+		rec.Message = fmt.Sprintf("the implementation offers none of the chain's kernels (%s): not tested", strings.Join(kernels, ", "))
 	}
 	return Outcome{}, nil
 }

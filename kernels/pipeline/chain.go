@@ -118,17 +118,18 @@ func (Kernel) RunChain(ctx context.Context, c *difftest.Case, run difftest.Stage
 			res.Class, res.Message = difftest.InvalidCase, fmt.Sprintf("stage %d %s: %v", i+1, stageKernels[i], err)
 			return res, nil
 		}
-		got, rec, err := run(ctx, s)
+		sr, err := run(ctx, s)
 		if err != nil {
 			return res, err
 		}
+		got, rec := sr.Got, sr.Rec
 		for k, v := range rec.Metrics {
 			res.Metrics[fmt.Sprintf("stage%d_%s", i+1, k)] = v
 		}
 		for _, w := range rec.Warnings {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("stage %d %s: %s", i+1, stageKernels[i], w))
 		}
-		if rec.Impl == (difftest.ReferenceImpl{}).Name() {
+		if sr.OnReference {
 			onRef = append(onRef, stageKernels[i])
 		}
 		if rec.Failed() {

@@ -113,7 +113,25 @@ func TestStageNotOfferedRunsOnReference(t *testing.T) {
 	if len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "stage 2 indexer_logits: indexer_logits ran on the reference: the implementation does not offer it (not implemented here)") {
 		t.Errorf("warnings %q", rec.Warnings)
 	}
+	// On the reference itself no stage is a fallback.
+	if rec := runOn(t, c, difftest.ReferenceImpl{}); rec.Metrics["stages_on_reference"] != nil {
+		t.Errorf("--impl reference: stages on the reference %v", rec.Metrics["stages_on_reference"])
+	}
+	// An implementation that offers none of the stages tests nothing.
+	rec = runOn(t, c, none{})
+	if rec.Verdict != difftest.VerdictSkip || rec.Class != difftest.Unavailable || !strings.Contains(rec.Message, "offers none of the chain's kernels") {
+		t.Errorf("no stage offered: %s %s %q", rec.Verdict, rec.Class, rec.Message)
+	}
 }
+
+// none offers no kernel.
+type none struct{}
+
+func (none) Name() string { return "none" }
+func (none) Run(context.Context, difftest.Kernel, *difftest.Case, []*difftest.Buffer) (difftest.RunInfo, error) {
+	return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Unavailable, Msg: "nothing here", Skip: true}
+}
+func (none) Close() error { return nil }
 
 // An FP8 and a BF16 case drawn with one key differ only in their stores:
 // the tokens, norm weights, RoPE table, slots, lengths, page tables and
