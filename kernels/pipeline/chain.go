@@ -96,8 +96,10 @@ func stage3(c *difftest.Case, scores *difftest.Tensor) (*difftest.Case, error) {
 // (difftest.Chain): stage 1 on the case's tokens; stage 2 on the cache the
 // implementation wrote; stage 3 on the logits it gave. The first stage
 // that fails ends the case with its class and the message "stage N
-// KERNEL: …". Metrics: every stage's own, prefixed "stageN_" (N = 1, 2,
-// 3), and when all three ran the end-to-end ones of e2e.
+// KERNEL: …", and the metrics failed_stage (N) and failed_stage_metric
+// (that stage's key metric). Metrics: every stage's own, prefixed
+// "stageN_" (N = 1, 2, 3), and when all three ran the end-to-end ones of
+// e2e.
 func (Kernel) RunChain(ctx context.Context, c *difftest.Case, run difftest.StageFunc) (difftest.Result, error) {
 	res := difftest.Result{Metrics: map[string]any{}}
 	var onRef []string
@@ -136,6 +138,9 @@ func (Kernel) RunChain(ctx context.Context, c *difftest.Case, run difftest.Stage
 			res.Class, res.Worst = rec.Class, rec.Worst
 			res.Message = fmt.Sprintf("stage %d %s: %s: %s", i+1, stageKernels[i], rec.Class, rec.Message)
 			res.Metrics["failed_stage"] = i + 1
+			if k, ok := difftest.LookupKernel(stageKernels[i]); ok {
+				res.Metrics["failed_stage_metric"] = difftest.KeyMetric(k, rec)
+			}
 			return res, nil
 		}
 		if got == nil {

@@ -199,9 +199,13 @@ func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Res
 func (Kernel) Mutants() []difftest.Mutant { return nil }
 
 // KeyMetric shows "recall=R needles=S/N" for a pipeline that ran through,
-// and the failing stage for one that did not.
+// and for one that did not the failing stage and its key metric
+// ("stage=2 mismatches=1120").
 func (Kernel) KeyMetric(rec *difftest.Record) string {
 	if st, ok := rec.Metrics["failed_stage"]; ok {
+		if m, _ := rec.Metrics["failed_stage_metric"].(string); m != "" {
+			return fmt.Sprintf("stage=%v %s", st, m)
+		}
 		return fmt.Sprintf("stage=%v", st)
 	}
 	r, ok := rec.Metrics["recall"].(float64)
