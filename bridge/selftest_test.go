@@ -10,6 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // the embedded suites hold pipeline cases
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
