@@ -190,9 +190,12 @@ func TestMain(m *testing.M) {
 			drv = newTopkFake(mode == "fake-topk-bug")
 		case "fake-normrope", "fake-normrope-bug":
 			drv = fakecuda.New(map[string]fakecuda.Kernel{"kd_norm_rope_store": fakeNormRope(mode == "fake-normrope-bug")})
+		case "fake-logits", "fake-logits-bug":
+			drv = fakecuda.New(map[string]fakecuda.Kernel{"kd_indexer_logits": fakeLogits(mode == "fake-logits-bug")})
 		case "fake-both":
 			ks := topkFakeKernels(false)
 			ks["kd_norm_rope_store"] = fakeNormRope(false)
+			ks["kd_indexer_logits"] = fakeLogits(false)
 			drv = fakecuda.New(ks)
 		}
 		err := serve(req, rep, drv, []byte("fake fatbin"), 0, testPackers())

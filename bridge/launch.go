@@ -1,5 +1,5 @@
 // Launch plans: how a case's tensors become one kernel launch. Each kernel
-// of kernels/ has a packer here (topk.go, normrope.go) that reads the
+// of kernels/ has a packer here (topk.go, normrope.go, logits.go) that reads the
 // case's params JSON and tensor shapes, checks them against the C header's
 // preconditions, and packs the C parameter struct with device pointers.
 
@@ -44,6 +44,7 @@ func packers() map[string]packer {
 	return map[string]packer{
 		"topk_transform":  packTopk,
 		"norm_rope_store": packNormRope,
+		"indexer_logits":  packLogits,
 	}
 }
 

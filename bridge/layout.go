@@ -28,6 +28,7 @@ type entryParam struct {
 func entryParams() map[string]entryParam {
 	m := map[string]entryParam{
 		"kd_norm_rope_store": {"kd_normrope_params", "kernels/normrope/normrope.h", normRopeParamsSize},
+		"kd_indexer_logits":  {"kd_logits_params", "kernels/logits/logits.h", logitsParamsSize},
 	}
 	for _, k := range topkEntryKs {
 		m[fmtEntry("kd_topk_transform_%d", k)] = entryParam{"kd_topk_params", "kernels/topk/topk.h", topkParamsSize}

@@ -208,3 +208,98 @@ func TestPackNormRopeErrors(t *testing.T) {
 		})
 	}
 }
+
+func logitsTensors(batch, heads, stride, maxPages, numPages, pageBytes int, qType difftest.DType) map[string]devTensor {
+	return map[string]devTensor{
+		"q":          {qType, []int{batch, heads, 128}, 0x10000},
+		"weights":    {difftest.F32, []int{batch, heads}, 0x20000},
+		"cache":      {difftest.U8, []int{numPages, pageBytes}, 0x30000},
+		"seq_lens":   {difftest.I32, []int{batch}, 0x40000},
+		"page_table": {difftest.I32, []int{batch, maxPages}, 0x50000},
+		"logits":     {difftest.F32, []int{batch, stride}, 0x60000},
+	}
+}
+
+func TestPackLogitsLayout(t *testing.T) {
+	if logitsParamsSize != 96 {
+		t.Fatalf("sizeof(kd_logits_params) = %d, want 96 (6 pointers, 3 int64, 6 int32)", logitsParamsSize)
+	}
+	params := `{"store":"fp8","page_size":64,"heads":16,"clean":true,"accum_bits":24,"batch":3,"stride":130,"max_pages":3,"num_pages":9,"family":"gaussian"}`
+	l, err := packLogits([]byte(params), logitsTensors(3, 16, 130, 3, 9, 132*64, difftest.U8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 130 positions: 3 tiles of 64 per row, 3 rows.
+	if l.Entry != "kd_indexer_logits" || l.Grid != (cuda.Dim3{X: 9, Y: 1, Z: 1}) || l.Block != (cuda.Dim3{X: 256, Y: 1, Z: 1}) {
+		t.Fatalf("launch %+v", l)
+	}
+	a := l.Args[0]
+	for i, p := range []uint64{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000} {
+		if u64(a, 8*i) != p {
+			t.Errorf("pointer %d = %#x, want %#x", i, u64(a, 8*i), p)
+		}
+	}
+	for _, w := range []struct {
+		field     string
+		got, want int64
+	}{
+		{"stride", int64(u64(a, 48)), 130}, {"max_pages", int64(u64(a, 56)), 3}, {"num_pages", int64(u64(a, 64)), 9},
+		{"batch", int64(i32(a, 72)), 3}, {"heads", int64(i32(a, 76)), 16}, {"log2_page", int64(i32(a, 80)), 6},
+		{"store", int64(i32(a, 84)), 0}, {"clean", int64(i32(a, 88)), 1}, {"tiles", int64(i32(a, 92)), 3},
+	} {
+		if w.got != w.want {
+			t.Errorf("%s = %d, want %d", w.field, w.got, w.want)
+		}
+	}
+	// BF16, not clean, P = 16: bf16 queries, 256·P pages.
+	l, err = packLogits([]byte(`{"store":"bf16","page_size":16,"heads":1,"clean":false}`), logitsTensors(1, 1, 64, 4, 4, 256*16, difftest.BF16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i32(l.Args[0], 84) != 1 || i32(l.Args[0], 88) != 0 || i32(l.Args[0], 80) != 4 || l.Grid.X != 1 {
+		t.Errorf("bf16: store %d clean %d log2_page %d grid %d", i32(l.Args[0], 84), i32(l.Args[0], 88), i32(l.Args[0], 80), l.Grid.X)
+	}
+	// An empty batch launches nothing.
+	l, err = packLogits([]byte(params), logitsTensors(0, 16, 130, 3, 9, 132*64, difftest.U8))
+	if err != nil || l.Grid.X != 0 {
+		t.Errorf("empty batch: %+v, %v", l.Grid, err)
+	}
+}
+
+func TestPackLogitsErrors(t *testing.T) {
+	base := `"page_size":64,"clean":true`
+	tests := []struct {
+		name   string
+		params string
+		edit   func(ts map[string]devTensor)
+		want   string
+	}{
+		{"unknown store", `{"store":"fp4","heads":4,` + base + `}`, nil, `store: unknown value "fp4"`},
+		{"128 heads", `{"store":"fp8","heads":128,` + base + `}`, nil, "H: the CUDA kernel takes 1 to 64 heads (KD_LOGITS_MAX_HEADS), got 128"},
+		{"P not a power of two", `{"store":"fp8","heads":4,"page_size":48}`, nil, "P: page size must be a power of two"},
+		{"bf16 cache for the fp8 store", `{"store":"fp8","heads":4,` + base + `}`, func(ts map[string]devTensor) {
+			ts["cache"] = devTensor{difftest.U8, []int{2, 256 * 64}, 0}
+		}, "cache: dimension 1 is 16384, must equal page bytes for store fp8 and P = 8448"},
+		{"bf16 queries for the fp8 store", `{"store":"fp8","heads":4,` + base + `}`, func(ts map[string]devTensor) {
+			ts["q"] = devTensor{difftest.BF16, []int{2, 4, 128}, 0}
+		}, "q: dtype must be U8, got BF16"},
+		{"weights of other heads", `{"store":"fp8","heads":4,` + base + `}`, func(ts map[string]devTensor) {
+			ts["weights"] = devTensor{difftest.F32, []int{2, 5}, 0}
+		}, "weights: dimension 1 is 5, must equal H = 4"},
+		{"seq_lens short", `{"store":"fp8","heads":4,` + base + `}`, func(ts map[string]devTensor) {
+			ts["seq_lens"] = devTensor{difftest.I32, []int{1}, 0}
+		}, "seq_lens: dimension 0 is 1, must equal batch (rows of logits) = 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := logitsTensors(2, 4, 100, 2, 2, 132*64, difftest.U8)
+			if tt.edit != nil {
+				tt.edit(ts)
+			}
+			_, err := packLogits([]byte(tt.params), ts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

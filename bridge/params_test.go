@@ -15,7 +15,7 @@ import (
 
 // The kernel build's real outputs, when present (make kernels; CI builds
 // them before the Go tests): every image of the fatbin and of each fault
-// build defines all four entry points, each taking exactly the struct the
+// build defines all five entry points, each taking exactly the struct the
 // launcher packs.
 func TestBuiltFatbinsMatchLaunchers(t *testing.T) {
 	main := os.Getenv("KD_FATBIN")
@@ -27,8 +27,8 @@ func TestBuiltFatbinsMatchLaunchers(t *testing.T) {
 	}
 	faults, _ := filepath.Glob(filepath.Join(filepath.Dir(main), "faults", "*.fatbin"))
 	entries := entryParams()
-	if len(entries) != 4 {
-		t.Fatalf("entryParams lists %d entries, want 4: %v", len(entries), entries)
+	if len(entries) != 5 {
+		t.Fatalf("entryParams lists %d entries, want 5: %v", len(entries), entries)
 	}
 	for _, path := range append([]string{main}, faults...) {
 		b, err := os.ReadFile(path)

@@ -31,13 +31,21 @@ import (
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// faultBuild is one line of kernels/faults.txt.
+// faultBuild is one line of kernels/faults.txt. Suite, from the optional
+// fifth column, names the suite whose cases can catch the build when the
+// default suite cannot ("large": a cache beyond 2 GiB); empty for the rest.
 type faultBuild struct {
-	Name, Mutant, Kernel, Fault string
+	Name, Mutant, Kernel, Fault, Suite string
 }
 
-// readFaultList parses the fault list: NAME<TAB>mutant<TAB>kernel<TAB>what,
-// '#' comments and blank lines skipped. Errors name the line.
+// LargeSuite is the name of the opt-in suite of the heavy shapes (a cache
+// beyond 2 GiB), and the fault list's fifth column for the builds only it
+// can catch.
+const LargeSuite = "large"
+
+// readFaultList parses the fault list: NAME<TAB>mutant<TAB>kernel<TAB>what
+// with an optional fifth column <TAB>suite, '#' comments and blank lines
+// skipped. Errors name the line.
 func readFaultList(path string) ([]faultBuild, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,7 +63,11 @@ func readFaultList(path string) ([]faultBuild, error) {
 		if len(cols) < 4 || cols[0] == "" || cols[2] == "" {
 			return nil, fmt.Errorf("%s:%d: want NAME<TAB>mutant<TAB>kernel<TAB>description, got %q", path, n, line)
 		}
-		out = append(out, faultBuild{Name: cols[0], Mutant: cols[1], Kernel: cols[2], Fault: cols[3]})
+		b := faultBuild{Name: cols[0], Mutant: cols[1], Kernel: cols[2], Fault: cols[3]}
+		if len(cols) > 4 {
+			b.Suite = cols[4]
+		}
+		out = append(out, b)
 	}
 	return out, sc.Err()
 }
@@ -163,6 +175,12 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	for _, b := range builds {
 		if b.Mutant == "-" { // a sanitizer control
+			continue
+		}
+		// A build the default suite cannot catch (faults.txt's fifth
+		// column: large) runs with the large suite only, and the large
+		// suite runs only those.
+		if (b.Suite == LargeSuite) != (*suiteName == LargeSuite) {
 			continue
 		}
 		path := filepath.Join(dir, b.Name+".fatbin")

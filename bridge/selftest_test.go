@@ -8,15 +8,18 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/logits"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // the embedded suites hold pipeline cases
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
-// kernels/faults.txt and the Go mutant catalog (DESIGN.md §8) describe
-// the same faults: every Go mutant has one CUDA fault build named after
-// it, each build names a mutant of its own kernel (or "-" for a RACE_* or
-// MEM_* sanitizer control), and the kernel's source switches on its
-// KD_FAULT_ macro.
+// kernels/faults.txt and the Go mutant catalog (DESIGN.md §8, §11)
+// describe the same faults: every Go mutant has one CUDA fault build named
+// after it, each build names a mutant of its own kernel (or "-" for a
+// RACE_* or MEM_* sanitizer control), the kernel's source switches on its
+// KD_FAULT_ macro, and exactly the builds of the mutants only the large
+// suite catches (logits.LargeMutants) say so in the fifth column.
 func TestFaultListCoversCatalog(t *testing.T) {
 	builds, err := readFaultList(filepath.Join("..", "kernels", "faults.txt"))
 	if err != nil {
@@ -28,6 +31,11 @@ func TestFaultListCoversCatalog(t *testing.T) {
 	}{
 		"topk_transform":  {"topk/topk.cu", topk.Mutants()},
 		"norm_rope_store": {"normrope/normrope.cu", normrope.Mutants()},
+		"indexer_logits":  {"logits/logits.cu", append(logits.Mutants(), logits.LargeMutants()...)},
+	}
+	large := map[string]bool{}
+	for _, m := range logits.LargeMutants() {
+		large[m.Name] = true
 	}
 	owner := map[string]string{} // Go mutant → kernel
 	for k, kk := range kernels {
@@ -44,7 +52,7 @@ func TestFaultListCoversCatalog(t *testing.T) {
 		seen[b.Name] = true
 		kk, ok := kernels[b.Kernel]
 		if !ok {
-			t.Errorf("%s: kernel %q is not topk_transform or norm_rope_store", b.Name, b.Kernel)
+			t.Errorf("%s: kernel %q is not topk_transform, norm_rope_store or indexer_logits", b.Name, b.Kernel)
 			continue
 		}
 		src, err := os.ReadFile(filepath.Join("..", "kernels", kk.src))
@@ -59,6 +67,9 @@ func TestFaultListCoversCatalog(t *testing.T) {
 				t.Errorf("%s: no catalog mutant, but not a sanitizer control (RACE_*, MEM_*)", b.Name)
 			}
 			continue
+		}
+		if (b.Suite == LargeSuite) != large[b.Mutant] || (b.Suite != "" && b.Suite != LargeSuite) {
+			t.Errorf("%s: suite column %q; want %q exactly for the builds of %v", b.Name, b.Suite, LargeSuite, logits.LargeMutants())
 		}
 		if k, ok := owner[b.Mutant]; !ok || k != b.Kernel {
 			t.Errorf("%s: %q is not a catalog mutant of %s", b.Name, b.Mutant, b.Kernel)
@@ -76,8 +87,8 @@ func TestFaultListCoversCatalog(t *testing.T) {
 			t.Errorf("catalog mutant %s (%s) has no fault build in kernels/faults.txt", m, k)
 		}
 	}
-	if len(built) != 22 {
-		t.Errorf("%d catalog mutants have fault builds, want the 22 of DESIGN.md §8", len(built))
+	if len(built) != 31 {
+		t.Errorf("%d catalog mutants have fault builds, want the 22 of DESIGN.md §8 and the 9 of §11", len(built))
 	}
 }
 

@@ -252,7 +252,7 @@ func TestGPUFatbinEntryPoints(t *testing.T) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	defer drv.ModuleUnload(mod)
-	for _, name := range []string{"kd_topk_transform_512", "kd_topk_transform_1024", "kd_topk_transform_2048", "kd_norm_rope_store"} {
+	for _, name := range []string{"kd_topk_transform_512", "kd_topk_transform_1024", "kd_topk_transform_2048", "kd_norm_rope_store", "kd_indexer_logits"} {
 		if _, err := drv.ModuleGetFunction(mod, name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"     // registers topk_transform
 )
 

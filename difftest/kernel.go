@@ -188,6 +188,18 @@ type SpecChecker interface {
 	CheckSpec(spec CaseSpec) error
 }
 
+// Unspecifier is an optional interface of a Kernel: Unspecified lists, per
+// output, the byte ranges whose content the contract leaves unspecified,
+// such as indexer_logits' positions past a row's length without `clean`
+// (DeepGEMM's clean_logits = false, DESIGN.md §11). An implementation may
+// write them or leave them: the runner exempts them from the canary check
+// of the bytes outside Written, and Written must not list them, so they are
+// not checked for poison either. The guard bands around the output are
+// checked as always. Nil, or a kernel without the interface, means none.
+type Unspecifier interface {
+	Unspecified(c *Case) [][]Range
+}
+
 // FamilyDescriber is an optional interface of a Kernel: DescribeFamilies
 // documents every input family NewCase accepts (the names Families
 // returns, in that order) with the suite params NewCase reads for it, so

@@ -75,6 +75,9 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 			err = &InternalError{Case: c.ID, Err: fmt.Errorf("panic: %v (%s)", p, panicFrame(debug.Stack()))}
 		}
 	}()
+	if ch, ok := k.(Chain); ok {
+		return cr.runChain(ctx, ch, c, rec)
+	}
 	digests := make([][32]byte, len(c.Inputs))
 	for i, t := range c.Inputs {
 		digests[i] = t.Digest()
@@ -110,9 +113,19 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	if len(written) != len(c.Outputs) {
 		return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Written lists %d outputs, the case has %d", len(written), len(c.Outputs))}
 	}
+	var unspecified [][]Range
+	if us, ok := k.(Unspecifier); ok {
+		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(c.Outputs) {
+			return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Unspecified lists %d outputs, the case has %d", len(unspecified), len(c.Outputs))}
+		}
+	}
 	untouched := make([][]Range, len(c.Outputs))
 	for i, o := range c.Outputs {
-		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
+		owned := written[i]
+		if unspecified != nil {
+			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
+		}
+		if untouched[i], err = complement(o.Name, o.Bytes(), owned); err != nil {
 			return out, &InternalError{Case: c.ID, Err: err}
 		}
 	}

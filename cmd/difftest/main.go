@@ -41,7 +41,9 @@ import (
 	// The cuda implementation, `difftest info` and the GPU worker.
 	_ "github.com/kerneldiff/kerneldiff/bridge"
 	// Kernel contracts register themselves.
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 

@@ -4,13 +4,15 @@
  * (DESIGN.md §7) so that `difftest run --impl exec:...` checks the CUDA
  * source itself, without a GPU.
  *
- * Usage: emu_run topk DIR | emu_run normrope DIR
+ * Usage: emu_run topk DIR | emu_run normrope DIR | emu_run logits DIR
  * DIR holds params.txt ("name value" lines, integers except eps) and one
  * NAME.bin per tensor of the contract (DESIGN.md §3, §4):
  *   topk:     in scores, seq_lens, page_table; out page_indices,
  *             raw_indices (when return_raw is 1)
  *   normrope: in x, weight, bias, freqs, positions, out_loc, cache;
  *             out cache (rewritten in place)
+ *   logits:   in q, weights, cache, seq_lens, page_table; out logits
+ *             (positions the kernel leaves alone keep 0x7B7B7B7B)
  * Exit 0 on success; 1 with a message on a bad file or a trapped launch. */
 
 #include "host_emu.h"
@@ -151,14 +153,47 @@ int run_normrope()
     return 0;
 }
 
+int run_logits()
+{
+    auto m = params();
+    std::vector<uint8_t> q = load<uint8_t>("q"), cache = load<uint8_t>("cache");
+    std::vector<float> w = load<float>("weights");
+    std::vector<int32_t> lens = load<int32_t>("seq_lens"), table = load<int32_t>("page_table");
+    kd_logits_params p{};
+    p.batch = static_cast<int32_t>(geti(m, "batch"));
+    p.heads = static_cast<int32_t>(geti(m, "heads"));
+    p.stride = geti(m, "stride");
+    p.max_pages = geti(m, "max_pages");
+    p.num_pages = geti(m, "num_pages");
+    p.log2_page = static_cast<int32_t>(geti(m, "log2_page"));
+    p.store = static_cast<int32_t>(geti(m, "store"));
+    p.clean = static_cast<int32_t>(geti(m, "clean"));
+    p.tiles = static_cast<int32_t>((p.stride + KD_LOGITS_TILE - 1) / KD_LOGITS_TILE);
+    std::vector<uint32_t> out(static_cast<size_t>(p.batch) * static_cast<size_t>(p.stride), 0x7B7B7B7Bu);
+    p.q = q.data();
+    p.weights = w.data();
+    p.cache = cache.data();
+    p.seq_lens = lens.data();
+    p.page_table = table.data();
+    p.logits = reinterpret_cast<float *>(out.data());
+    const long long grid = static_cast<long long>(p.batch) * p.tiles;
+    if (grid > 0) {
+        const int traps = emu::launch(static_cast<unsigned>(grid), KD_LOGITS_THREADS, [&] { kd_indexer_logits(p); });
+        if (traps) die(std::to_string(traps) + " threads trapped");
+    }
+    save("logits", out);
+    return 0;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) die("usage: emu_run topk|normrope DIR");
+    if (argc != 3) die("usage: emu_run topk|normrope|logits DIR");
     g_dir = argv[2];
     const std::string k = argv[1];
     if (k == "topk") return run_topk();
     if (k == "normrope") return run_normrope();
+    if (k == "logits") return run_logits();
     die("unknown kernel " + k);
 }

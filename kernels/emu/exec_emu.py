@@ -102,6 +102,20 @@ def main():
             if params["norm"] == "rms":
                 os.remove(os.path.join(d, "bias.bin"))
                 open(os.path.join(d, "bias.bin"), "wb").close()  # NULL bias
+        elif kernel == "indexer_logits":
+            kv = {
+                "batch": params["batch"],
+                "heads": params["heads"],
+                "stride": params["stride"],
+                "max_pages": params["max_pages"],
+                "num_pages": params["num_pages"],
+                "log2_page": log2_exact(params["page_size"], "page_size"),
+                "store": {"fp8": 0, "bf16": 1}[params["store"]],
+                "clean": 1 if params["clean"] else 0,
+            }
+            which, outs = "logits", ["logits"]
+            shapes = {"logits": [params["batch"], params["stride"]]}
+            dtypes = {"logits": "F32"}
         else:
             sys.exit("exec_emu: unknown kernel %r" % kernel)
         with open(os.path.join(d, "params.txt"), "w") as f:

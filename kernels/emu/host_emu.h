@@ -4,12 +4,13 @@
  * at __syncthreads and warp collectives, so a test uses one core however
  * many CUDA threads it emulates, and runs are reproducible.
  *
- * Scope: exactly the CUDA subset kernels/topk/topk.cu and
- * kernels/normrope/normrope.cu use: threadIdx/blockIdx (x only),
+ * Scope: exactly the CUDA subset kernels/topk/topk.cu,
+ * kernels/normrope/normrope.cu and kernels/logits/logits.cu use:
+ * threadIdx/blockIdx/gridDim (x only),
  * __syncthreads, full-warp __shfl_sync/__shfl_up_sync/__shfl_xor_sync/
  * __ballot_sync, atomicAdd on u32, __popc/__ffs, the IEEE round-to-nearest
  * f32 intrinsics (__fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, __fsqrt_rn,
- * __float2uint_rn), __trap, static __shared__ variables. Blocks run one
+ * __fmaf_rn, __float2uint_rn), __trap, static __shared__ variables. Blocks run one
  * after another. Barriers really block: a fiber waits until every live
  * thread of its block (or warp) has arrived; a thread that returns leaves
  * the barriers, as on a GPU. A block that can never finish (a barrier some
@@ -98,9 +99,10 @@ inline uint2 make_uint2(uint32_t x, uint32_t y) { return uint2{x, y}; }
 struct emu_dim3 {
     unsigned x, y, z;
 };
-/* Set by the scheduler before it resumes a fiber. */
+/* Set by the scheduler before it resumes a fiber (gridDim by launch). */
 inline emu_dim3 threadIdx;
 inline emu_dim3 blockIdx;
+inline emu_dim3 gridDim;
 
 namespace emu {
 
@@ -370,6 +372,7 @@ inline int launch(unsigned grid_x, unsigned block_x, const std::function<void()>
             block.ready.push_back(&f);
         }
         blockIdx = emu_dim3{b, 0, 0};
+        gridDim = emu_dim3{grid_x, 1, 1};
         while (!block.ready.empty()) {
             Fiber *f = block.ready.front();
             block.ready.pop_front();
@@ -441,6 +444,10 @@ inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+/* One rounding of a*b + c, as the device's fused multiply-add (std::fma on
+ * floats is IEEE fusedMultiplyAdd; -ffp-contract=off keeps the other
+ * operations unfused). */
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 /* Round to nearest even (the default rounding mode); inputs here are in
  * [0, 8], so the conversion cannot overflow. */
 inline unsigned __float2uint_rn(float a) { return static_cast<unsigned>(std::nearbyint(a)); }

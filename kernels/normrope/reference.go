@@ -91,3 +91,23 @@ func forTokens(n int, f func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// ExactKeys returns every token's key before the store, z in f64 (the
+// norm, RoPE and Hadamard of DESIGN.md §4 steps 1–3 from the exact
+// inputs): what Compute rounds into the cache, unquantised. The exact
+// pipeline of DESIGN.md §12 scores these. Token t's key is element t,
+// whatever its out_loc; NaN/inf inputs give NaN/inf keys. It returns the
+// case's *InputError if the case breaks the contract.
+func ExactKeys(c *difftest.Case) ([][Dim]float64, error) {
+	in, err := load(c)
+	if err != nil {
+		return nil, err
+	}
+	z := make([][Dim]float64, in.n)
+	forTokens(in.n, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			in.tokenZ(t, &z[t])
+		}
+	})
+	return z, nil
+}

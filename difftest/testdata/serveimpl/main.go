@@ -4,10 +4,10 @@
 //	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE]
 //
 // It answers every request with the Go reference of the registered kernel
-// (topk_transform, norm_rope_store), computed straight into the shared
+// (topk_transform, norm_rope_store, indexer_logits), computed straight into the shared
 // memory, and misbehaves as MODE says on the first request whose case id
 // matches -match (every request when -match is empty). -kernels is the
-// comma-separated list its hello names (default: both).
+// comma-separated list its hello names (default: all three).
 //
 // Modes, one per failure of the protocol:
 //
@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )
@@ -54,7 +55,7 @@ import (
 func main() {
 	mode := flag.String("mode", "correct", "behaviour (see the package doc)")
 	match := flag.String("match", "", "misbehave on the first case whose id matches")
-	kernels := flag.String("kernels", "topk_transform,norm_rope_store", "kernels the hello names")
+	kernels := flag.String("kernels", "topk_transform,norm_rope_store,indexer_logits", "kernels the hello names")
 	pidfile := flag.String("pidfile", "", "fork: where to write the child's pid")
 	flag.Parse()
 	if *mode == "sleep" {

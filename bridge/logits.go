@@ -1,0 +1,161 @@
+// Launcher of indexer_logits (DESIGN.md §11, kernels/logits/logits.h):
+// packs kd_logits_params by value for kd_indexer_logits.
+
+package bridge
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../kernels/logits
+#include <string.h>
+#include "logits.h"
+
+#ifndef KD_LOGITS_THREADS
+#error "logits.h must define KD_LOGITS_THREADS (block size of the launch)"
+#endif
+#ifndef KD_LOGITS_TILE
+#error "logits.h must define KD_LOGITS_TILE (positions per block)"
+#endif
+#ifndef KD_LOGITS_MAX_HEADS
+#error "logits.h must define KD_LOGITS_MAX_HEADS"
+#endif
+#ifndef KD_LOGITS_DYNAMIC_SMEM
+#error "logits.h must define KD_LOGITS_DYNAMIC_SMEM (dynamic shared memory, bytes)"
+#endif
+enum { kd_logits_threads = KD_LOGITS_THREADS };
+enum { kd_logits_tile = KD_LOGITS_TILE };
+enum { kd_logits_max_heads = KD_LOGITS_MAX_HEADS };
+enum { kd_logits_dynamic_smem = KD_LOGITS_DYNAMIC_SMEM };
+
+static void kd_pack_logits(unsigned char *out,
+		uint64_t q, uint64_t weights, uint64_t cache, uint64_t seq_lens, uint64_t page_table, uint64_t logits,
+		int64_t stride, int64_t max_pages, int64_t num_pages,
+		int32_t batch, int32_t heads, int32_t log2_page, int32_t store, int32_t clean, int32_t tiles) {
+	kd_logits_params p;
+	memset(&p, 0, sizeof p);
+	p.q = (const uint8_t *)(uintptr_t)q;
+	p.weights = (const float *)(uintptr_t)weights;
+	p.cache = (const uint8_t *)(uintptr_t)cache;
+	p.seq_lens = (const int32_t *)(uintptr_t)seq_lens;
+	p.page_table = (const int32_t *)(uintptr_t)page_table;
+	p.logits = (float *)(uintptr_t)logits;
+	p.stride = stride;
+	p.max_pages = max_pages;
+	p.num_pages = num_pages;
+	p.batch = batch;
+	p.heads = heads;
+	p.log2_page = log2_page;
+	p.store = store;
+	p.clean = clean;
+	p.tiles = tiles;
+	memcpy(out, &p, sizeof p);
+}
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"math"
+	"unsafe"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// logitsParams mirrors the JSON of kernels/logits.Params (the fields the
+// launch needs).
+type logitsParams struct {
+	Store    string `json:"store"`
+	PageSize int    `json:"page_size"`
+	Heads    int    `json:"heads"`
+	Clean    bool   `json:"clean"`
+}
+
+// logitsParamsSize is sizeof(kd_logits_params) as cgo compiled it.
+const logitsParamsSize = C.sizeof_kd_logits_params
+
+// packLogits launches kd_indexer_logits with KD_LOGITS_THREADS threads per
+// block, one block per (row, tile of KD_LOGITS_TILE positions): grid
+// (batch · ⌈stride / tile⌉, 1, 1). Inputs q [B, H, 128] (u8 e4m3fn codes
+// for store fp8, bf16 for bf16), weights f32 [B, H], cache u8 [num_pages,
+// 132·P or 256·P], seq_lens i32 [B], page_table i32 [B, max_pages];
+// output logits f32 [B, stride]. Errors name the tensor or parameter and
+// the rule: an unknown store, H outside [1, KD_LOGITS_MAX_HEADS] (the
+// kernel stages at most 64 heads; the contract allows 128), P not a power
+// of two, shapes that disagree, a grid over 2^31 − 1 blocks. accum_bits
+// only loosens the comparator's bound; the kernel accumulates in f32
+// whatever a case declares. Per-row rules (seq_lens,
+// page ids) are the harness's Validate.
+func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
+	var p logitsParams
+	if err := decodeParams("indexer_logits", raw, &p); err != nil {
+		return launch{}, err
+	}
+	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_LOGITS_STORE_FP8, "bf16": C.KD_LOGITS_STORE_BF16})
+	if err != nil {
+		return launch{}, err
+	}
+	if p.Heads < 1 || p.Heads > int(C.kd_logits_max_heads) {
+		return launch{}, difftest.Inputf("H", nil, "the CUDA kernel takes 1 to %d heads (KD_LOGITS_MAX_HEADS), got %d", int(C.kd_logits_max_heads), p.Heads)
+	}
+	log2P, err := log2Exact("P", p.PageSize)
+	if err != nil {
+		return launch{}, err
+	}
+	qType, pageBytes := difftest.U8, 132*p.PageSize
+	if p.Store == "bf16" {
+		qType, pageBytes = difftest.BF16, 256*p.PageSize
+	}
+	logits, err := need(ts, "logits", difftest.F32, 2)
+	if err != nil {
+		return launch{}, err
+	}
+	batch, stride := logits.Shape[0], logits.Shape[1]
+	rows := axis{0, batch, "batch (rows of logits)"}
+	q, err := need(ts, "q", qType, 3, rows, axis{1, p.Heads, "H"}, axis{2, 128, "the head dim"})
+	if err != nil {
+		return launch{}, err
+	}
+	weights, err := need(ts, "weights", difftest.F32, 2, rows, axis{1, p.Heads, "H"})
+	if err != nil {
+		return launch{}, err
+	}
+	cache, err := need(ts, "cache", difftest.U8, 2, axis{1, pageBytes, "page bytes for store " + p.Store + " and P"})
+	if err != nil {
+		return launch{}, err
+	}
+	seqLens, err := need(ts, "seq_lens", difftest.I32, 1, rows)
+	if err != nil {
+		return launch{}, err
+	}
+	table, err := need(ts, "page_table", difftest.I32, 2, rows)
+	if err != nil {
+		return launch{}, err
+	}
+	clean := int32(0)
+	if p.Clean {
+		clean = 1
+	}
+	l := launch{
+		Entry:     "kd_indexer_logits",
+		Block:     cuda.Dim3{X: uint32(C.kd_logits_threads), Y: 1, Z: 1},
+		SharedMem: uint32(C.kd_logits_dynamic_smem),
+	}
+	if batch == 0 || stride == 0 {
+		return l, nil
+	}
+	if batch > math.MaxInt32 {
+		return launch{}, difftest.Inputf("logits", nil, "batch %d exceeds int32", batch)
+	}
+	tiles := ceilDiv(int64(stride), int64(C.kd_logits_tile))
+	gx, err := gridX(int64(batch)*tiles, "logits")
+	if err != nil {
+		return launch{}, err
+	}
+	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
+	arg := make([]byte, logitsParamsSize)
+	C.kd_pack_logits((*C.uchar)(unsafe.Pointer(&arg[0])),
+		C.uint64_t(q.Ptr), C.uint64_t(weights.Ptr), C.uint64_t(cache.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr), C.uint64_t(logits.Ptr),
+		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int64_t(cache.Shape[0]),
+		C.int32_t(batch), C.int32_t(p.Heads), C.int32_t(log2P), C.int32_t(store), C.int32_t(clean), C.int32_t(tiles))
+	l.Args = [][]byte{arg}
+	return l, nil
+}

@@ -1,0 +1,524 @@
+// Case generation for indexer_logits (DESIGN.md §11 "Input families",
+// §5): suite parameters, the paged cache written by the norm_rope_store
+// reference, the page tables, queries and weights.
+
+package logits
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
+)
+
+// Philox tensor indices of the generator (DESIGN.md §5): each input draws
+// from its own counter range; row b starts at block uint64(b)<<32.
+const (
+	streamQ       = 0 // q, per row
+	streamWeights = 1 // weights, per row
+	streamTable   = 2 // page ids
+	streamKeys    = 3 // the norm_rope_store sub-cases' keys, one word pair per chunk
+	streamPlan    = 4 // per-case choices of a family (which slots are special)
+	streamTokens  = 5 // tokens a family draws itself (negative), per chunk
+)
+
+// Page-table kinds (suite param "pages").
+const (
+	PagesIdentity = "identity" // page_table[b][j] = j in every row: rows share their first pages (a common prefix)
+	PagesPerm     = "perm"     // each row a random permutation of [0, max used pages): rows share pages in other orders
+	PagesDistinct = "distinct" // every row its own pages, all of them shuffled over [0, used pages)
+	PagesHigh     = "high"     // as distinct, at the top of a larger cache: ids in [num_pages − used, num_pages)
+)
+
+// Trap pattern of the cache pages no row uses: e4m3fn NaN codes and NaN
+// scales (FP8), bf16 NaN (BF16), so a kernel that reads an unused page
+// returns NaN where the reference is finite.
+const (
+	trapFP8Code  = 0x7F
+	trapScale    = 0x7FC00000
+	trapBF16Bits = 0x7FC0
+)
+
+// keyChunkTokens bounds the tokens of one norm_rope_store sub-case (the
+// keys are written in chunks of whole pages, so x stays small).
+const keyChunkTokens = 1 << 16
+
+// keyPositions is the rows of the sub-cases' YaRN table: each key's RoPE
+// position is uniform in [0, keyPositions).
+const keyPositions = 512
+
+// gen is one case being generated: the decoded suite parameters and the
+// page plan.
+type gen struct {
+	Params
+	key     uint64
+	fam     family
+	lengths []int    // per row
+	pages   [][]int  // per row, the physical id of each used page
+	compact [][2]int // (row, page) of compact page u; identity and perm: (−1, id), rows share them
+	// physical is the physical id of compact page u
+	physical []int
+	counts   []int // page-counts family: the page counts
+	special  int   // nan-keys family: 1 in special slots are NaN / special scales
+}
+
+// unset marks a count parameter the suite entry leaves out.
+const unset = math.MinInt
+
+// NewCase draws the case of spec from the Philox streams of key (see
+// rng.CaseKey; seed is recorded in the case). Suite parameters, common to
+// every family:
+//
+//	lengths    []int, required (but for page-counts): seq_lens, each in
+//	           [0, MaxSeqLen]; row b has lengths[b mod len(lengths)]
+//	batch      int, default len(lengths): rows, in [1, MaxBatch]
+//	stride     int, default max(lengths, 1): logits row stride, ≥ every length
+//	P          int, default 64: page size, a power of two in [1, MaxPageSize]
+//	H          int, default 16: heads, in [1, MaxHeads]
+//	store      string, default "fp8": fp8 or bf16
+//	clean      bool, default true: positions past L_b must be −inf
+//	accum_bits int, default 24: the accumulation precision declared (bound.go)
+//	pages      string, default "distinct": identity, perm, distinct or high
+//	num_pages  int, default the pages used (4× for high): cache pages; the
+//	           unused ones hold NaN codes and scales
+//	max_pages  int, default ceil(stride / P): page-table row width, ≥
+//	           every row's ceil(L_b / P); entries past a row's pages hold −1
+//
+// plus the family's own (families.go). Keys are written by the
+// norm_rope_store reference (preset v4 for FP8, v4-bf16 for BF16, P as
+// here) from tokens of the family, so every slot has its own scale;
+// every slot of a used page holds a key, also past L_b. q: FP8, per (row,
+// head) e4m3fn codes of N(0,1) values scaled so the head's amax is 448,
+// the scale folded into the weight (DeepSeek's per-head query
+// quantisation); BF16, bf16(N(0,1)). weights: N(0,1)/√H, about 1 in 8
+// exactly 0, of both signs.
+//
+// Errors: an unknown family or parameter, a mistyped value, a value out
+// of range, num_pages or max_pages below what the rows need: "case ID:
+// param "KEY": RULE"; nothing is clamped.
+func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
+	g, err := plan(spec)
+	if err != nil {
+		return nil, err
+	}
+	g.key = key
+	g.assignPages()
+	p := &g.Params
+	q := difftest.MustTensor(NameQ, p.QDType(), p.Batch, p.Heads, Dim)
+	w := difftest.MustTensor(NameWeights, difftest.F32, p.Batch, p.Heads)
+	cache := difftest.MustTensor(NameCache, difftest.U8, p.NumPages, p.PageBytes())
+	lens := difftest.MustTensor(NameSeqLens, difftest.I32, p.Batch)
+	table := difftest.MustTensor(NamePageTable, difftest.I32, p.Batch, p.MaxPages)
+	for b := 0; b < p.Batch; b++ {
+		lens.SetI32(b, int32(g.lengths[b]))
+		for j := 0; j < p.MaxPages; j++ {
+			id := int32(-1)
+			if j < len(g.pages[b]) {
+				id = int32(g.pages[b][j])
+			}
+			table.SetI32(b*p.MaxPages+j, id)
+		}
+		g.drawQuery(b, q, w)
+	}
+	if err := g.writeKeys(spec, seed, cache); err != nil {
+		return nil, err
+	}
+	if g.fam.post != nil {
+		g.fam.post(g, cache)
+	}
+	return &difftest.Case{
+		ID: spec.ID(), Kernel: KernelName, Family: spec.Family, Seed: seed, Key: key, Params: g.Params,
+		Inputs:  []*difftest.Tensor{q, w, cache, lens, table},
+		Outputs: g.Params.Outputs(),
+	}, nil
+}
+
+// CheckSpec returns the error NewCase would return for spec, for every
+// seed, without drawing or allocating the tensors (difftest.SpecChecker).
+func CheckSpec(spec difftest.CaseSpec) error {
+	_, err := plan(spec)
+	return err
+}
+
+// paramError is a suite parameter that breaks a rule; plan prefixes the
+// case id.
+type paramError struct{ key, rule string }
+
+func (e *paramError) Error() string { return fmt.Sprintf("param %q: %s", e.key, e.rule) }
+
+func badParam(key, format string, args ...any) error {
+	return &paramError{key: key, rule: fmt.Sprintf(format, args...)}
+}
+
+// plan decodes and checks spec's parameters and lays out the pages:
+// everything NewCase decides before it draws (the page permutations are
+// drawn here too: they are small and decide num_pages).
+func plan(spec difftest.CaseSpec) (*gen, error) {
+	g, err := decode(spec)
+	var pe *paramError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("case %s: %w", spec.ID(), err)
+	}
+	return g, err
+}
+
+func decode(spec difftest.CaseSpec) (*gen, error) {
+	if spec.Kernel != KernelName {
+		return nil, fmt.Errorf("case %s: kernel %q is not %s", spec.ID(), spec.Kernel, KernelName)
+	}
+	fam, ok := families[spec.Family]
+	if !ok {
+		return nil, fmt.Errorf("case %s: unknown family %q (known: %v)", spec.ID(), spec.Family, Families())
+	}
+	pr := difftest.NewParams(spec.ID(), spec.Params)
+	g := &gen{fam: fam, special: unset}
+	g.Family = spec.Family
+	var lengths []int
+	if fam.lengths == nil {
+		lengths = pr.Ints("lengths", nil)
+	}
+	if fam.params != nil {
+		fam.params(pr, g)
+	}
+	g.PageSize = pr.Int("P", 64)
+	g.Heads = pr.Int("H", 16)
+	g.Store = pr.String("store", StoreFP8, StoreFP8, StoreBF16)
+	g.Clean = pr.Bool("clean", true)
+	g.AccumBits = pr.Int("accum_bits", DefaultAccumBits)
+	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesHigh)
+	numPages := pr.Int("num_pages", 0)
+	maxPages := pr.Int("max_pages", 0)
+	stride := pr.Int("stride", 0)
+	batch := pr.Int("batch", 0)
+	if err := pr.Err(); err != nil {
+		return nil, err
+	}
+	// Configuration first (P bounds every product below).
+	probe := g.Params
+	probe.NumPages = 1
+	if err := probe.Check(); err != nil {
+		return nil, asParam(err)
+	}
+	if fam.lengths != nil {
+		var err error
+		if lengths, err = fam.lengths(g); err != nil {
+			return nil, err
+		}
+	}
+	if len(lengths) == 0 {
+		return nil, badParam("lengths", "required, at least one length")
+	}
+	if batch == 0 {
+		batch = len(lengths)
+	}
+	if batch < 1 || batch > MaxBatch {
+		return nil, badParam("batch", "must be in [1, %d], got %d", MaxBatch, batch)
+	}
+	maxL := 1
+	for i, L := range lengths {
+		if L < 0 || L > MaxSeqLen {
+			return nil, badParam("lengths", "element %d must be in [0, %d], got %d", i, MaxSeqLen, L)
+		}
+		maxL = max(maxL, L)
+	}
+	if stride == 0 {
+		stride = maxL
+	}
+	if stride < maxL || stride > MaxSeqLen {
+		return nil, badParam("stride", "must be in [the longest length %d, %d], got %d", maxL, MaxSeqLen, stride)
+	}
+	g.Batch, g.Stride = batch, stride
+	g.lengths = make([]int, batch)
+	for b := range g.lengths {
+		g.lengths[b] = lengths[b%len(lengths)]
+	}
+	if maxPages == 0 {
+		maxPages = pagesFor(stride, g.PageSize)
+	}
+	need := pagesFor(maxL, g.PageSize)
+	if maxPages < need || maxPages > MaxPages {
+		return nil, badParam("max_pages", "must be in [ceil(%d/%d) = %d, %d] (the longest row's pages), got %d", maxL, g.PageSize, need, MaxPages, maxPages)
+	}
+	g.MaxPages = maxPages
+	if int64(batch)*int64(maxPages) > MaxTableEntries {
+		return nil, badParam("batch·max_pages", "exceeds the limit of %d page-table entries: got %d", MaxTableEntries, int64(batch)*int64(maxPages))
+	}
+	if int64(batch)*int64(stride) > MaxLogits {
+		return nil, badParam("batch·stride", "exceeds the limit of %d logits: got %d", MaxLogits, int64(batch)*int64(stride))
+	}
+	if err := g.sizeCache(g.usedPages(), numPages); err != nil {
+		return nil, err
+	}
+	if fam.check != nil {
+		if err := fam.check(g); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// asParam rewords a Params.Check error as a suite param error.
+func asParam(err error) error {
+	var ie *difftest.InputError
+	if errors.As(err, &ie) {
+		return badParam(ie.Tensor, "%s", ie.Rule)
+	}
+	return err
+}
+
+// usedPages returns the number of compact pages (the pages whose keys are
+// drawn): the longest row's page count for identity and perm, whose rows
+// share pages, the sum of every row's for distinct and high.
+func (g *gen) usedPages() int {
+	sum, maxN := 0, 0
+	for _, L := range g.lengths {
+		n := pagesFor(L, g.PageSize)
+		sum += n
+		maxN = max(maxN, n)
+	}
+	if g.Pages == PagesIdentity || g.Pages == PagesPerm {
+		return maxN
+	}
+	return sum
+}
+
+// sizeCache fixes num_pages: given, or the default (the pages used, 4×
+// for high; at least 1).
+func (g *gen) sizeCache(used, numPages int) error {
+	def := max(used, 1)
+	if g.Pages == PagesHigh {
+		def = 4 * def
+	}
+	if numPages == 0 {
+		numPages = def
+	}
+	if numPages < max(used, 1) {
+		return badParam("num_pages", "the rows use %d pages, got %d", used, numPages)
+	}
+	g.NumPages = numPages
+	return asParam(g.Params.Check())
+}
+
+// assignPages draws the compact pages' physical ids and each row's page
+// ids: identity j; perm, row b's own permutation of [0, max used pages);
+// distinct, every (row, page) a distinct id of one shuffle of [0, used);
+// high, that shuffle moved to [num_pages − used, num_pages).
+func (g *gen) assignPages() {
+	used := g.usedPages()
+	g.pages = make([][]int, g.Batch)
+	st := func(i uint64) *rng.Stream { return rng.NewStream(g.key, streamTable, i<<32) }
+	if g.Pages == PagesIdentity || g.Pages == PagesPerm {
+		g.physical = make([]int, used)
+		for u := range g.physical {
+			g.physical[u] = u
+			g.compact = append(g.compact, [2]int{-1, u})
+		}
+		for b, L := range g.lengths {
+			var ids []int
+			if g.Pages == PagesPerm {
+				ids = st(uint64(b)).Perm(used)
+			}
+			for j := 0; j < pagesFor(L, g.PageSize); j++ {
+				id := j
+				if ids != nil {
+					id = ids[j]
+				}
+				g.pages[b] = append(g.pages[b], id)
+			}
+		}
+		return
+	}
+	perm := st(1 << 30).Perm(used)
+	base := 0
+	if g.Pages == PagesHigh {
+		base = g.NumPages - used
+	}
+	for b, L := range g.lengths {
+		for j := 0; j < pagesFor(L, g.PageSize); j++ {
+			u := len(g.compact)
+			id := base + perm[u]
+			g.compact = append(g.compact, [2]int{b, j})
+			g.physical = append(g.physical, id)
+			g.pages[b] = append(g.pages[b], id)
+		}
+	}
+}
+
+// drawQuery writes row b's queries and weights.
+func (g *gen) drawQuery(b int, q, w *difftest.Tensor) {
+	H := g.Heads
+	qs := rng.NewStream(g.key, streamQ, uint64(b)<<32)
+	ws := rng.NewStream(g.key, streamWeights, uint64(b)<<32)
+	var v [Dim]float64
+	for h := 0; h < H; h++ {
+		if g.fam.query != nil {
+			g.fam.query(g, qs, &v)
+		} else {
+			for d := range v {
+				v[d] = qs.Normal()
+			}
+		}
+		amax := 0.0
+		for _, x := range v {
+			amax = math.Max(amax, math.Abs(x))
+		}
+		wt := ws.Normal() / math.Sqrt(float64(H))
+		if ws.Intn(8) == 0 {
+			wt = 0
+		}
+		base := (b*H + h) * Dim
+		if g.Store == StoreBF16 {
+			for d, x := range v {
+				q.SetU16(base+d, numeric.BF16FromF64(x))
+			}
+		} else {
+			sq := amax / numeric.E4M3Max
+			for d, x := range v {
+				q.Data[base+d] = numeric.E4M3FromF64(x / sq)
+			}
+			wt *= sq
+		}
+		w.SetF32(b*H+h, float32(wt))
+	}
+}
+
+// writeKeys fills the cache: the trap pattern everywhere, then the keys of
+// every compact page, written by the norm_rope_store reference in chunks
+// of whole pages, each chunk's page u copied to its physical id.
+func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Tensor) error {
+	pb := g.PageBytes()
+	P := g.PageSize
+	for pg := 0; pg < g.NumPages; pg++ {
+		page := cache.Data[pg*pb : (pg+1)*pb]
+		if g.Store == StoreBF16 {
+			for i := 0; i < len(page); i += 2 {
+				binary.LittleEndian.PutUint16(page[i:], trapBF16Bits)
+			}
+			continue
+		}
+		for i := 0; i < Dim*P; i++ {
+			page[i] = trapFP8Code
+		}
+		for i := Dim * P; i < pb; i += 4 {
+			binary.LittleEndian.PutUint32(page[i:], trapScale)
+		}
+	}
+	var pool [][Dim]uint16
+	if g.fam.tokens == nil {
+		pool = g.tokenPool(min(poolSize, max(1, len(g.compact)*P)))
+	}
+	perChunk := max(1, keyChunkTokens/P)
+	preset := normrope.PresetV4
+	if g.Store == StoreBF16 {
+		preset = normrope.PresetV4BF16
+	}
+	for c0, ci := 0, 0; c0 < len(g.compact); c0, ci = c0+perChunk, ci+1 {
+		n := min(perChunk, len(g.compact)-c0)
+		// The sub-case's cache has room for N + max(1, N/8) slots (its
+		// generator's rule); tokens go to slots [0, N), pages [0, n).
+		N := n * P
+		subPages := pagesFor(N+max(1, N/8), P)
+		sub := difftest.CaseSpec{Kernel: normrope.KernelName, Family: "zero", Name: fmt.Sprintf("%s/keys/%d", spec.Name, ci),
+			Params: map[string]any{"preset": preset, "P": int64(P), "N": int64(N), "num_pages": int64(subPages), "holes": false, "max_pos": int64(keyPositions)}}
+		subKey := rng.NewStream(g.key, streamKeys, uint64(ci)<<32).Uint64()
+		nc, err := normrope.NewCase(sub, seed, subKey)
+		if err != nil {
+			return fmt.Errorf("case %s: keys: %w", spec.ID(), err)
+		}
+		loc := nc.Input(normrope.NameOutLoc)
+		for t := 0; t < loc.Len(); t++ {
+			loc.SetI64(t, int64(t)) // token t of the chunk in slot t: compact page c0 + t/P, offset t%P
+		}
+		if g.fam.tokens != nil {
+			g.fam.tokens(g, nc, ci)
+		} else {
+			g.poolTokens(nc, ci, pool)
+		}
+		o := nc.Outputs[0]
+		part := difftest.MustTensor(o.Name, o.DType, o.Shape...)
+		if err := normrope.Compute(nc, part); err != nil {
+			return fmt.Errorf("case %s: keys: %w", spec.ID(), err)
+		}
+		for u := 0; u < n; u++ {
+			id := g.physical[c0+u]
+			copy(cache.Data[id*pb:(id+1)*pb], part.Data[u*pb:(u+1)*pb])
+		}
+	}
+	return nil
+}
+
+// poolSize is the most Gaussian vectors the tokens are made from (fewer
+// when the case has fewer slots).
+const poolSize = 4096
+
+// tokenPool draws n vectors of 128 N(0,1) values, as bf16 bits.
+func (g *gen) tokenPool(n int) [][Dim]uint16 {
+	pool := make([][Dim]uint16, n)
+	for i := range pool {
+		st := rng.NewStream(g.key, streamTokens, uint64(i)<<32|1<<63)
+		for d := range pool[i] {
+			pool[i][d] = numeric.BF16FromF64(st.Normal())
+		}
+	}
+	return pool
+}
+
+// poolTokens writes the x of key chunk ci's norm_rope_store sub-case:
+// token t is σ·(±v_d) with v a vector of the pool picked at random, an
+// independent random sign per dim, and σ = 2^k, k uniform in [−4, 4]
+// (exact on the bf16 bits: the exponent moves by k).
+// The signs make every token its own i.i.d. Gaussian vector (2^128 sign
+// patterns per pool vector) for 5 words instead of 128 Box–Muller draws,
+// so a 262,144-key row costs a fraction of a second; tokens of one pool
+// vector share their magnitudes, nothing else. The sub-case keeps the
+// norm weights it drew.
+func (g *gen) poolTokens(nc *difftest.Case, ci int, pool [][Dim]uint16) {
+	x := nc.Input(normrope.NameX)
+	n, stride := x.Shape[0], x.Shape[1]
+	st := rng.NewStream(g.key, streamTokens, uint64(ci)<<32)
+	for t := 0; t < n; t++ {
+		v := &pool[st.Intn(len(pool))]
+		k := st.Intn(9) - 4
+		row := x.Data[2*t*stride:]
+		for w := 0; w < Dim/32; w++ {
+			signs := st.Uint32()
+			for i := 0; i < 32; i++ {
+				d := 32*w + i
+				b := v[d]
+				if b&0x7FFF != 0 {
+					b += uint16(k << 7) // exponent + k: Box–Muller gives 2^-50 < |v| < 2^4, far from bf16's limits
+				}
+				b ^= uint16(signs>>i&1) << 15
+				binary.LittleEndian.PutUint16(row[2*d:], b)
+			}
+		}
+	}
+}
+
+// FromTensors rebuilds a case from a capture file: params is the JSON of
+// Params (unknown fields are errors), tensors holds the five inputs under
+// their contract names. The shape facts in params must agree with the
+// tensors (the inputs themselves are checked by Validate). Errors name the
+// missing tensor or the disagreeing field.
+func FromTensors(id string, params []byte, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
+	p, err := ParseParams(params)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: %w", id, err)
+	}
+	c := &difftest.Case{ID: id, Kernel: KernelName, Family: p.Family, Params: p, Outputs: p.Outputs()}
+	for _, name := range InputNames() {
+		t, ok := tensors[name]
+		if !ok || t == nil {
+			return nil, fmt.Errorf("case %s: capture has no tensor %q", id, name)
+		}
+		t = t.Clone()
+		t.Name = name
+		c.Inputs = append(c.Inputs, t)
+	}
+	return c, nil
+}

@@ -1,0 +1,238 @@
+// The logits comparator of DESIGN.md §11: every specified position
+// against the exact logit, within the derived bound of bound.go; the
+// clean tail exactly −inf.
+
+package logits
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// maxWorst is how many elements a Result lists in Worst.
+const maxWorst = 8
+
+// ratioCap stands in for an unbounded tolerance ratio (a non-finite value
+// where a finite one is due); JSON has no +Inf.
+const ratioCap = 1e9
+
+// Check compares the logits got with the reference's want. Per row b:
+//
+//   - s < L_b: with x the exact logit (f64) and E its bound (bound.go),
+//     got must be finite and |got − x| ≤ E. E is a worst-case bound on
+//     every binary32 evaluation of the contract's formula (any summation
+//     order over dims and heads, FMA or not, the scale multiplied at any
+//     point) at the case's accum_bits. A non-finite got is class
+//     NonFinite, any other rejected value Mismatch. −0 and +0 compare
+//     equal (a plateau of zero logits may come back with either sign).
+//   - don't care, skipped: a key with a NaN code (FP8) or a non-finite
+//     value (BF16), a non-finite scale, or a position whose f32 evaluation
+//     may overflow. It must not change any other position, which is
+//     checked.
+//   - s ≥ L_b with clean: exactly −inf (bits 0xFF800000); anything else is
+//     Mismatch ("past the row's length").
+//   - s ≥ L_b without clean: unspecified, not checked (the harness checks
+//     the guard bands; Kernel.Unspecified exempts these bytes from the
+//     canary check).
+//
+// Tolerance ratio (Element.Ratio, metric max_ratio): |got − x| / E, so a
+// passing case's max_ratio is the share of the f32 error budget its worst
+// position used (0 for exact equality with the exact value, which a
+// finite f32 result rarely is).
+//
+// Metrics: positions (s < L_b, all rows), checked, dont_care,
+// tail_checked (clean −inf positions), mismatches, mismatch_fraction
+// (over checked and tail_checked), max_ratio, zero_logits (checked
+// positions whose exact logit is 0: the ReLU plateau). Worst lists up to
+// 8 elements by ratio. A case with positions none of which is checked
+// passes with a warning that only the tail and the guards were compared.
+func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
+	in, err := load(c)
+	if err != nil {
+		return difftest.Result{Class: difftest.InvalidCase, Message: err.Error()}
+	}
+	for _, ts := range [][]*difftest.Tensor{got, want} {
+		if len(ts) != 1 {
+			return difftest.Result{Class: difftest.BadOutput, Message: fmt.Sprintf("want 1 output (%s), got %d", NameLogits, len(ts))}
+		}
+		if err := checkLogits(in.p, ts[0]); err != nil {
+			return difftest.Result{Class: difftest.BadOutput, Message: err.Error()}
+		}
+	}
+	g := got[0]
+	var mu sync.Mutex
+	total := &tally{}
+	in.forChunks(func(b, lo, hi int, rc *rowCtx, sc *scratch) {
+		tl := &tally{}
+		L := int(in.lens.I32(b))
+		var pe posEval
+		for s := lo; s < hi; s++ {
+			i := b*in.p.Stride + s
+			v := float64(g.F32(i))
+			if s >= L {
+				if !in.p.Clean {
+					continue
+				}
+				tl.tail++
+				bits := g.U32(i)
+				failed := bits != 0xFF800000
+				ratio := 0.0
+				if failed {
+					ratio = ratioCap
+				}
+				tl.record(failed, math.IsNaN(v) || !math.IsInf(v, -1) && math.IsInf(v, 0), ratio, func() difftest.Element {
+					return difftest.Element{Tensor: NameLogits, Index: fmt.Sprintf("[%d][%d]", b, s),
+						Got: fmt.Sprintf("%g (0x%08x)", v, bits), Want: fmt.Sprintf("-inf: past the row's length %d (clean)", L)}
+				}, b, s)
+				continue
+			}
+			tl.positions++
+			in.eval(rc, b, s, sc, true, &pe)
+			if pe.dc != "" {
+				tl.dontCare++
+				if tl.firstDC == "" {
+					tl.firstDC = fmt.Sprintf("row %d position %d: %s", b, s, pe.dc)
+				}
+				continue
+			}
+			tl.checked++
+			if pe.logit == 0 {
+				tl.zeros++
+			}
+			nonFinite := math.IsNaN(v) || math.IsInf(v, 0)
+			d := math.Abs(v - pe.logit)
+			failed := nonFinite || d > pe.e
+			ratio := ratioCap
+			if !nonFinite {
+				ratio = d / pe.e
+			}
+			tl.record(failed, nonFinite, ratio, func() difftest.Element {
+				return difftest.Element{Tensor: NameLogits, Index: fmt.Sprintf("[%d][%d]", b, s),
+					Got:  fmt.Sprintf("%.9g", v),
+					Want: fmt.Sprintf("%.9g (exact %.12g ± %.3g; slot %d)", want[0].F32(i), pe.logit, pe.e, pe.slot)}
+			}, b, s)
+		}
+		mu.Lock()
+		total.merge(tl)
+		mu.Unlock()
+	})
+	return total.result()
+}
+
+// tally accumulates a comparison.
+type tally struct {
+	positions, checked, dontCare, tail int
+	zeros, mismatch, nonFinite         int
+	firstDC                            string
+	maxRatio                           float64
+	worst                              []scored
+}
+
+type scored struct {
+	el    difftest.Element
+	ratio float64
+	b, s  int
+}
+
+func (t *tally) merge(o *tally) {
+	t.positions += o.positions
+	t.checked += o.checked
+	t.dontCare += o.dontCare
+	t.tail += o.tail
+	t.zeros += o.zeros
+	t.mismatch += o.mismatch
+	t.nonFinite += o.nonFinite
+	if t.firstDC == "" {
+		t.firstDC = o.firstDC
+	}
+	t.maxRatio = math.Max(t.maxRatio, o.maxRatio)
+	for _, s := range o.worst {
+		t.note(s)
+	}
+}
+
+func less(a, b scored) bool {
+	if a.ratio != b.ratio {
+		return a.ratio > b.ratio
+	}
+	if a.b != b.b {
+		return a.b < b.b
+	}
+	return a.s < b.s
+}
+
+// note keeps the maxWorst highest ratios (ties: lower row, then position,
+// first, so the result is the same for any split into chunks).
+func (t *tally) note(s scored) {
+	if len(t.worst) == maxWorst && !less(s, t.worst[maxWorst-1]) {
+		return
+	}
+	t.worst = append(t.worst, s)
+	sort.Slice(t.worst, func(i, j int) bool { return less(t.worst[i], t.worst[j]) })
+	if len(t.worst) > maxWorst {
+		t.worst = t.worst[:maxWorst]
+	}
+}
+
+// record counts one compared element; mk builds its report entry, called
+// only when the element enters the worst list.
+func (t *tally) record(failed, nonFinite bool, ratio float64, mk func() difftest.Element, b, s int) {
+	if failed {
+		t.mismatch++
+		if nonFinite {
+			t.nonFinite++
+		}
+		ratio = math.Max(ratio, math.Nextafter(1, 2))
+	}
+	ratio = math.Min(ratio, ratioCap)
+	t.maxRatio = math.Max(t.maxRatio, ratio)
+	if ratio == 0 && !failed {
+		return
+	}
+	sc := scored{ratio: ratio, b: b, s: s}
+	if len(t.worst) == maxWorst && !less(sc, t.worst[maxWorst-1]) {
+		return
+	}
+	sc.el = mk()
+	sc.el.Ratio = difftest.RatioOf(ratio)
+	t.note(sc)
+}
+
+func (t *tally) result() difftest.Result {
+	compared := t.checked + t.tail
+	m := map[string]any{
+		"positions":         t.positions,
+		"checked":           t.checked,
+		"dont_care":         t.dontCare,
+		"tail_checked":      t.tail,
+		"mismatches":        t.mismatch,
+		"mismatch_fraction": 0.0,
+		"max_ratio":         t.maxRatio,
+		"zero_logits":       t.zeros,
+	}
+	if compared > 0 {
+		m["mismatch_fraction"] = float64(t.mismatch) / float64(compared)
+	}
+	r := difftest.Result{Metrics: m}
+	for _, s := range t.worst {
+		r.Worst = append(r.Worst, s.el)
+	}
+	if t.mismatch == 0 {
+		if t.positions > 0 && t.checked == 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("no position has a specified value (all %d don't care; %s): only the clean tail and the guards were checked", t.positions, t.firstDC))
+		}
+		return r
+	}
+	r.Class = difftest.Mismatch
+	if t.nonFinite > 0 {
+		r.Class = difftest.NonFinite
+	}
+	w := t.worst[0]
+	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
+		w.el.Tensor, w.el.Index, w.el.Got, w.el.Want, w.ratio, t.mismatch, compared)
+	return r
+}

@@ -1,0 +1,162 @@
+// Tests of DescribeFamilies against the parser it documents, and of
+// CheckSpec against NewCase.
+
+package logits
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/internal/golden"
+)
+
+// TestDescribeFamiliesMatchesParser checks, for every family, that each
+// key the parser reads is described for that family exactly when decode
+// reads it there (a mistyped value of a read key is a type error naming
+// it, of an unread key the "unknown param" error), and that exactly the
+// described-required params are required.
+func TestDescribeFamiliesMatchesParser(t *testing.T) {
+	keys, err := paramtest.SourceParamKeys(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 13 {
+		t.Fatalf("found only %d param keys in the source: %v", len(keys), keys)
+	}
+	var names []string
+	for _, fi := range (Kernel{}).DescribeFamilies() {
+		names = append(names, fi.Name)
+		if fi.Doc == "" || fi.Doc != FamilyDoc(fi.Name) {
+			t.Errorf("family %s: doc %q, want FamilyDoc's", fi.Name, fi.Doc)
+		}
+		described := map[string]bool{}
+		for _, p := range fi.Params {
+			if described[p.Name] {
+				t.Errorf("family %s: param %s described twice", fi.Name, p.Name)
+			}
+			described[p.Name] = true
+			if p.Doc == "" || strings.Contains(p.Doc, "\n") {
+				t.Errorf("family %s param %s: doc must be one non-empty line, got %q", fi.Name, p.Name, p.Doc)
+			}
+			if !slices.Contains(keys, p.Name) {
+				t.Errorf("family %s: param %q is described but the source never reads it", fi.Name, p.Name)
+			}
+			if p.Required != (p.Name == "lengths") {
+				t.Errorf("family %s param %s: required = %v", fi.Name, p.Name, p.Required)
+			}
+		}
+		for _, k := range append(keys, "K") { // K: a topk param, unknown here
+			spec := difftest.CaseSpec{Kernel: KernelName, Family: fi.Name, Name: "c", Params: map[string]any{k: []any{"?"}}}
+			err := CheckSpec(spec)
+			if err == nil {
+				t.Fatalf("family %s, %s = [\"?\"]: CheckSpec succeeded", fi.Name, k)
+			}
+			read := !strings.Contains(err.Error(), "unknown param")
+			if read != described[k] {
+				t.Errorf("family %s param %q: decode reads it = %v, described = %v (error: %v)", fi.Name, k, read, described[k], err)
+			}
+		}
+	}
+	if !slices.Equal(names, Families()) {
+		t.Errorf("described families %v, want Families() %v", names, Families())
+	}
+}
+
+// CheckSpec must agree with NewCase: the same error, or nil exactly when
+// NewCase draws the case.
+func TestCheckSpecAgreesWithNewCase(t *testing.T) {
+	agree := func(spec difftest.CaseSpec) error {
+		checkErr := CheckSpec(spec)
+		_, drawErr := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+		if (checkErr == nil) != (drawErr == nil) || (checkErr != nil && checkErr.Error() != drawErr.Error()) {
+			t.Errorf("%s %v: CheckSpec = %v, NewCase = %v", spec.ID(), spec.Params, checkErr, drawErr)
+		}
+		return checkErr
+	}
+	for _, name := range []string{"quick"} {
+		for _, s := range loadSuite(t, name) {
+			if err := agree(s); err != nil {
+				t.Errorf("suite %s: %v", name, err)
+			}
+		}
+	}
+	spec := func(family string, params map[string]any) difftest.CaseSpec {
+		return difftest.CaseSpec{Kernel: KernelName, Family: family, Name: "bad", Params: params}
+	}
+	ok := func(extra ...any) map[string]any {
+		m := map[string]any{"lengths": []any{int64(16), int64(40)}, "H": int64(2)}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i].(string)] = extra[i+1]
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		spec difftest.CaseSpec
+		want string // "" : accepted
+	}{
+		{"valid", spec("gaussian", ok()), ""},
+		{"another kernel", difftest.CaseSpec{Kernel: "topk_transform", Family: "gaussian", Name: "bad", Params: ok()}, `kernel "topk_transform" is not indexer_logits`},
+		{"unknown family", spec("gauss", ok()), `unknown family "gauss"`},
+		{"lengths missing", spec("gaussian", map[string]any{"H": int64(2)}), `param "lengths": required`},
+		{"a negative length", spec("gaussian", ok("lengths", []any{int64(-1)})), `param "lengths": element 0 must be in [0, 16777216], got -1`},
+		{"P not a power of two", spec("gaussian", ok("P", int64(48))), `param "P": page size must be a power of two`},
+		{"H = 129", spec("gaussian", ok("H", int64(129))), `param "H": heads must be in [1, 128], got 129`},
+		{"unknown store", spec("gaussian", ok("store", "fp4")), `param "store": must be one of fp8, bf16, got "fp4"`},
+		{"stride below a length", spec("gaussian", ok("stride", int64(39))), `param "stride": must be in [the longest length 40, 16777216], got 39`},
+		{"max_pages below the pages", spec("gaussian", ok("max_pages", int64(0), "P", int64(16), "max_pages", int64(2))), `param "max_pages": must be in [ceil(40/16) = 3`},
+		{"num_pages below the pages", spec("gaussian", ok("num_pages", int64(1))), `param "num_pages": the rows use 2 pages, got 1`},
+		{"a cache over 16 GiB", spec("gaussian", ok("num_pages", int64(3000000))), `param "num_pages·page_bytes": exceeds the limit of 17179869184 cache bytes`},
+		{"unknown page kind", spec("gaussian", ok("pages", "random")), `param "pages": must be one of identity, perm, distinct, high`},
+		{"counts on gaussian", spec("gaussian", ok("counts", []any{int64(3)})), "unknown param(s) counts"},
+		{"lengths on page-counts", spec("page-counts", ok()), "unknown param(s) lengths"},
+		{"a zero page count", spec("page-counts", map[string]any{"counts": []any{int64(0)}}), `param "counts": element 0 must be in [1, 262144] pages, got 0`},
+		{"special 0", spec("nan-keys", ok("special", int64(0))), `param "special": must be ≥ 1`},
+		{"accum_bits 3", spec("gaussian", ok("accum_bits", int64(3))), `param "accum_bits": must be in [4, 24]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := agree(tt.spec)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
+
+// digestCases are generated cases whose input SHA-256 digests are pinned:
+// the same seed and case id must give the same bytes on every run, host
+// and build (DESIGN.md §5), keys written through norm_rope_store included.
+var digestCases = []difftest.CaseSpec{
+	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/fp8", Params: map[string]any{"lengths": []any{int64(0), int64(70), int64(129)}, "H": int64(3)}},
+	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/bf16/high", Params: map[string]any{"lengths": []any{int64(33)}, "H": int64(2), "P": int64(16), "store": "bf16", "pages": "high"}},
+	{Kernel: KernelName, Family: "page-counts", Name: "digest/page-counts/perm", Params: map[string]any{"counts": []any{int64(1), int64(3)}, "H": int64(1), "pages": "perm"}},
+	{Kernel: KernelName, Family: "negative", Name: "digest/negative", Params: map[string]any{"lengths": []any{int64(65)}, "H": int64(4)}},
+	{Kernel: KernelName, Family: "nan-keys", Name: "digest/nan-keys/bf16", Params: map[string]any{"lengths": []any{int64(100)}, "H": int64(2), "store": "bf16"}},
+}
+
+func TestInputDigests(t *testing.T) {
+	var b strings.Builder
+	for _, spec := range digestCases {
+		c, err := NewCase(spec, 7, rng.CaseKey(7, spec.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range c.Inputs {
+			fmt.Fprintf(&b, "%s %s %x\n", spec.Name, in.Name, in.Digest())
+		}
+	}
+	golden.Check(t, filepath.Join("testdata", "digests.golden"), b.String(), *update,
+		"a generator change bumps difftest.GeneratorVersion and rewrites it with -update")
+}

@@ -1,0 +1,143 @@
+// The indexer_logits contract as a difftest.Kernel, registered at init.
+
+package logits
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+func init() { difftest.RegisterKernel(Kernel{}) }
+
+var (
+	_ difftest.SpecChecker     = Kernel{}
+	_ difftest.FamilyDescriber = Kernel{}
+	_ difftest.Unspecifier     = Kernel{}
+)
+
+// Kernel implements difftest.Kernel for indexer_logits (DESIGN.md §11):
+// inputs q [B, H, 128] (u8 e4m3fn codes, or bf16), weights f32 [B, H],
+// cache u8 [num_pages, 132·P or 256·P], seq_lens i32 [B], page_table i32
+// [B, max_pages]; output logits f32 [B, stride]. Case.Params is a Params.
+// The zero value is ready to use.
+type Kernel struct{}
+
+// Name returns "indexer_logits".
+func (Kernel) Name() string { return KernelName }
+
+// Families lists the input families (families.go).
+func (Kernel) Families() []string { return Families() }
+
+// NewCase draws a case; see NewCase.
+func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
+	return NewCase(spec, seed, key)
+}
+
+// FromTensors rebuilds a captured case; see FromTensors.
+func (Kernel) FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
+	return FromTensors(id, params, tensors)
+}
+
+// Validate checks the contract's preconditions; see Validate.
+func (Kernel) Validate(c *difftest.Case) error { return Validate(c) }
+
+// Reference writes the exact result into outs[0]; see Compute.
+func (Kernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
+	if len(outs) != 1 {
+		return fmt.Errorf("%s: want 1 output (%s), got %d", KernelName, NameLogits, len(outs))
+	}
+	return Compute(c, outs[0])
+}
+
+// rowRanges returns per row the byte range of positions [lo(L_b), hi(L_b))
+// of the logits, skipping empty ones; nil for an invalid case.
+func rowRanges(c *difftest.Case, part func(p Params, L int) (lo, hi int)) [][]difftest.Range {
+	p, err := paramsOf(c)
+	if err != nil || p.Check() != nil {
+		return nil
+	}
+	lens := c.Input(NameSeqLens)
+	if lens == nil || lens.Len() != p.Batch {
+		return nil
+	}
+	var rs []difftest.Range
+	for b := 0; b < p.Batch; b++ {
+		L := min(max(int(lens.I32(b)), 0), p.Stride)
+		lo, hi := part(p, L)
+		if hi > lo {
+			rs = append(rs, difftest.Range{Off: 4 * (b*p.Stride + lo), Len: 4 * (hi - lo)})
+		}
+	}
+	return [][]difftest.Range{rs}
+}
+
+// Written returns, for the single output, the bytes the contract says are
+// written: with clean every row's [0, stride) (scores, then −inf), without
+// it every row's [0, L_b). Nil for an invalid case.
+func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
+	return rowRanges(c, func(p Params, L int) (int, int) {
+		if p.Clean {
+			return 0, p.Stride
+		}
+		return 0, L
+	})
+}
+
+// Unspecified returns, without clean, every row's positions [L_b, stride):
+// an implementation may leave or write them (difftest.Unspecifier). With
+// clean there are none.
+func (Kernel) Unspecified(c *difftest.Case) [][]difftest.Range {
+	return rowRanges(c, func(p Params, L int) (int, int) {
+		if p.Clean {
+			return 0, 0
+		}
+		return L, p.Stride
+	})
+}
+
+// Equivalent reports whether two runs wrote the same bits over Written;
+// positions that are don't care (a NaN key code or value, a non-finite
+// scale) may differ. The error names the first differing row and position.
+func (Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
+	in, err := load(c)
+	if err != nil {
+		return err
+	}
+	if len(a) != 1 || len(b) != 1 || len(a[0].Data) != len(b[0].Data) || checkLogits(in.p, a[0]) != nil {
+		return fmt.Errorf("%s: outputs differ in count or size", KernelName)
+	}
+	var k [Dim]float64
+	for row := 0; row < in.p.Batch; row++ {
+		L := int(in.lens.I32(row))
+		hi := in.p.Stride
+		if !in.p.Clean {
+			hi = L
+		}
+		for s := 0; s < hi; s++ {
+			i := row*in.p.Stride + s
+			if x, y := a[0].U32(i), b[0].U32(i); x != y {
+				if s < L {
+					if _, dc := in.key(in.slot(row, s), &k); dc != "" {
+						continue
+					}
+				}
+				return fmt.Errorf("%s[%d][%d]: 0x%08x vs 0x%08x", NameLogits, row, s, x, y)
+			}
+		}
+	}
+	return nil
+}
+
+// Check compares got with want; see Check.
+func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
+	return Check(c, got, want)
+}
+
+// Mutants returns the 8 mutants the default suite must catch; see Mutants.
+func (Kernel) Mutants() []difftest.Mutant { return Mutants() }
+
+// CheckSpec returns the error NewCase would return for spec, without
+// drawing (difftest.SpecChecker); see CheckSpec.
+func (Kernel) CheckSpec(spec difftest.CaseSpec) error { return CheckSpec(spec) }

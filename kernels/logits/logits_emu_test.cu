@@ -1,0 +1,376 @@
+/* logits_emu_test: runs kd_indexer_logits (logits.cu) on the CPU through
+ * kernels/emu/host_emu.h and checks it against DESIGN.md §11.
+ *
+ * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
+ * -ffp-contract=off). Exit 0 when every check passes, 1 otherwise;
+ * --failfast stops after the first failing part (fault builds).
+ *
+ * Part 1, exact: e4m3_to_bf16 against the e4m3fn definition (OCP OFP8:
+ * bias 7, subnormals m * 2^-9, 0x7F/0xFF NaN) for all 256 codes.
+ *
+ * Part 2, end to end: cases drawn here (an LCG; random e4m3 codes with a
+ * random f32 scale per slot, or random bf16 keys; random page tables)
+ * through the kernel vs a float64 reference of §11 written here, with the
+ * bound of kernels/logits/bound.go restated: per head e = γ_130·Σ|q k|,
+ * then E = (|s|·(Σ|w|e + γ_(H+2)·Σ|w|(r + e))·(1 + u) + u·|logit|)·(1 +
+ * 2^-10) + 2^-140. Clean rows must hold -inf past L, others their
+ * sentinel. Cases: both stores, P = 64 and 16, H = 1, 5, 7 and 64,
+ * lengths 0, 1, P − 1, P, P + 1 and 300, a row of 2049 pages (the grid
+ * past 2048 pages), and an FP8 cache beyond 2 GiB whose used pages sit
+ * past the 2^31-byte mark (mapped lazily; an offset that wraps below the
+ * cache lands in a reserved inaccessible region and is reported, not a
+ * crash).
+ *
+ * Part 3, preconditions: a bad store, a page id past num_pages and a
+ * seq_len above the stride trap. */
+
+#include "../emu/host_emu.h"
+
+#include "logits.cu"
+
+#include <sys/mman.h>
+
+#include <csignal>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+int g_failed = 0;
+
+void expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void expect(bool ok, const char *fmt, ...)
+{
+    if (ok) return;
+    ++g_failed;
+    if (g_failed > 20) return;
+    va_list ap;
+    va_start(ap, fmt);
+    std::printf("FAIL ");
+    std::vprintf(fmt, ap);
+    std::printf("\n");
+    va_end(ap);
+}
+
+float f_of(uint32_t u)
+{
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+uint32_t u_of(float f)
+{
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+/* e4m3fn value of a code (OCP OFP8: bias 7, subnormals m * 2^-9). */
+double e4m3_value(uint8_t c)
+{
+    const int e = (c >> 3) & 15, m = c & 7;
+    if (e == 15 && m == 7) return NAN;
+    const double mag = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
+    return (c & 0x80) ? -mag : mag;
+}
+
+void test_decode()
+{
+    for (int c = 0; c < 256; ++c) {
+        const uint32_t b = kd_logits::e4m3_to_bf16(static_cast<uint32_t>(c));
+        const double got = f_of(b << 16), want = e4m3_value(static_cast<uint8_t>(c));
+        if (std::isnan(want)) {
+            expect(std::isnan(got) && ((b >> 15) & 1) == ((c >> 7) & 1u), "e4m3 0x%02x: bf16 0x%04x, want NaN of its sign", c, b);
+        } else {
+            expect(got == want && std::signbit(got) == std::signbit(want), "e4m3 0x%02x: bf16 0x%04x = %g, want %g", c, b, got, want);
+        }
+    }
+}
+
+struct Rng {
+    uint64_t s;
+    uint32_t next()
+    {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<uint32_t>(s >> 33);
+    }
+    int below(int n) { return static_cast<int>(next() % static_cast<uint32_t>(n)); }
+    double uniform() { return (next() + 0.5) / 2147483648.0; }
+    double normal() { return std::sqrt(-2 * std::log(uniform())) * std::cos(6.283185307179586 * uniform()); }
+};
+
+/* The cache: a mapping whose first `guard` bytes are inaccessible, so a
+ * read below the cache faults; the bytes are zero until written. */
+struct Cache {
+    uint8_t *base = nullptr;
+    size_t guard = 0, size = 0;
+    void *map = nullptr;
+    size_t map_len = 0;
+    Cache(size_t n, size_t g) : guard(g), size(n)
+    {
+        map_len = g + n;
+        map = mmap(nullptr, map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (map == MAP_FAILED) {
+            std::perror("mmap");
+            std::exit(1);
+        }
+        base = static_cast<uint8_t *>(map) + g;
+        if (mprotect(base, n, PROT_READ | PROT_WRITE) != 0) {
+            std::perror("mprotect");
+            std::exit(1);
+        }
+    }
+    ~Cache() { munmap(map, map_len); }
+};
+
+const char *g_case = "";
+
+void on_segv(int)
+{
+    /* async-signal-safe: write(2) and _exit(2) only */
+    const char a[] = "FAIL case ";
+    const char b[] = ": the kernel read outside the cache (SIGSEGV: an offset below it, e.g. a 32-bit offset that wrapped)\n";
+    ssize_t r = write(1, a, sizeof a - 1);
+    r = write(1, g_case, std::strlen(g_case));
+    r = write(1, b, sizeof b - 1);
+    (void)r;
+    _exit(1);
+}
+
+struct Config {
+    const char *name;
+    int store, P, H, clean;
+    std::vector<int> lengths;
+    int64_t num_pages = 0; /* 0: exactly the pages used */
+    int64_t high = 0;      /* first page id of the used pages */
+    size_t guard = 1 << 20;
+};
+
+constexpr double kU = 0x1p-24;
+double gamma_n(int n) { return n * kU / (1 - n * kU); }
+
+/* run_case draws the case of cfg, runs the kernel and checks it. */
+void run_case(const Config &cfg, uint64_t seed)
+{
+    g_case = cfg.name;
+    Rng rng{seed};
+    const int B = static_cast<int>(cfg.lengths.size()), H = cfg.H, P = cfg.P;
+    int stride = 1;
+    std::vector<int> pages(B);
+    int64_t used = 0;
+    for (int b = 0; b < B; ++b) {
+        stride = std::max(stride, cfg.lengths[b]);
+        pages[b] = (cfg.lengths[b] + P - 1) / P;
+        used += pages[b];
+    }
+    const int max_pages = (stride + P - 1) / P;
+    const int64_t num_pages = cfg.num_pages ? cfg.num_pages : std::max<int64_t>(used, 1);
+    const bool fp8 = cfg.store == KD_LOGITS_STORE_FP8;
+    const int64_t page_bytes = fp8 ? 132 * P : 256 * P;
+    Cache cache(static_cast<size_t>(num_pages * page_bytes), cfg.guard);
+    /* Page ids: the used pages shuffled over [high, high + used). */
+    std::vector<int64_t> ids(used);
+    for (int64_t i = 0; i < used; ++i) ids[i] = cfg.high + i;
+    for (int64_t i = used - 1; i > 0; --i) std::swap(ids[i], ids[rng.below(static_cast<int>(i + 1))]);
+    std::vector<int32_t> table(static_cast<size_t>(B) * max_pages, -1), lens(B);
+    int64_t next = 0;
+    for (int b = 0; b < B; ++b) {
+        lens[b] = cfg.lengths[b];
+        for (int j = 0; j < pages[b]; ++j) table[static_cast<size_t>(b) * max_pages + j] = static_cast<int32_t>(ids[next++]);
+    }
+    /* Keys in every slot of every used page; scales vary per slot. */
+    for (int64_t i = 0; i < used; ++i) {
+        uint8_t *page = cache.base + ids[i] * page_bytes;
+        for (int o = 0; o < P; ++o) {
+            if (fp8) {
+                for (int d = 0; d < 128; ++d) {
+                    uint8_t c = static_cast<uint8_t>(rng.next());
+                    if ((c & 0x7F) == 0x7F) c ^= 1;
+                    page[o * 128 + d] = c;
+                }
+                const float s = static_cast<float>(std::ldexp(1 + rng.uniform(), -rng.below(12)));
+                std::memcpy(page + 128 * P + 4 * o, &s, 4);
+            } else {
+                for (int d = 0; d < 128; ++d) {
+                    const uint32_t f = u_of(static_cast<float>(rng.normal()));
+                    const uint16_t h = static_cast<uint16_t>(f >> 16);
+                    std::memcpy(page + o * 256 + 2 * d, &h, 2);
+                }
+            }
+        }
+    }
+    std::vector<uint8_t> q(static_cast<size_t>(B) * H * (fp8 ? 128 : 256));
+    for (size_t i = 0; i < q.size(); ++i) {
+        if (fp8) {
+            uint8_t c = static_cast<uint8_t>(rng.next());
+            if ((c & 0x7F) == 0x7F) c ^= 1;
+            q[i] = c;
+        } else if (i % 2 == 0) {
+            const uint16_t h = static_cast<uint16_t>(u_of(static_cast<float>(rng.normal())) >> 16);
+            std::memcpy(&q[i], &h, 2);
+        }
+    }
+    std::vector<float> w(static_cast<size_t>(B) * H);
+    for (float &x : w) x = rng.below(8) == 0 ? 0.0f : static_cast<float>(rng.normal() / std::sqrt(H));
+    const uint32_t sentinel = 0x7B7B7B7Bu;
+    std::vector<uint32_t> out(static_cast<size_t>(B) * stride, sentinel);
+
+    kd_logits_params p{};
+    p.q = q.data();
+    p.weights = w.data();
+    p.cache = cache.base;
+    p.seq_lens = lens.data();
+    p.page_table = table.data();
+    p.logits = reinterpret_cast<float *>(out.data());
+    p.stride = stride;
+    p.max_pages = max_pages;
+    p.num_pages = num_pages;
+    p.batch = B;
+    p.heads = H;
+    p.log2_page = __builtin_ctz(static_cast<unsigned>(P));
+    p.store = cfg.store;
+    p.clean = cfg.clean;
+    p.tiles = (stride + KD_LOGITS_TILE - 1) / KD_LOGITS_TILE;
+    const int traps = emu::launch(static_cast<unsigned>(B * p.tiles), KD_LOGITS_THREADS, [&] { kd_indexer_logits(p); });
+    expect(traps == 0, "%s: %d threads trapped", cfg.name, traps);
+
+    auto qv = [&](int b, int h, int d) {
+        const size_t i = (static_cast<size_t>(b) * H + h) * 128 + d;
+        if (fp8) return e4m3_value(q[i]);
+        uint16_t x;
+        std::memcpy(&x, &q[2 * i], 2);
+        return static_cast<double>(f_of(static_cast<uint32_t>(x) << 16));
+    };
+    int bad = 0;
+    for (int b = 0; b < B; ++b) {
+        for (int s = 0; s < stride; ++s) {
+            const uint32_t gbits = out[static_cast<size_t>(b) * stride + s];
+            const double got = f_of(gbits);
+            if (s >= lens[b]) {
+                const bool ok = cfg.clean ? gbits == 0xFF800000u : gbits == sentinel;
+                if (!ok && bad++ < 3)
+                    expect(false, "%s: row %d position %d past L = %d: got 0x%08x, want %s", cfg.name, b, s, lens[b], gbits,
+                           cfg.clean ? "-inf" : "untouched");
+                continue;
+            }
+            const int64_t id = table[static_cast<size_t>(b) * max_pages + s / P];
+            const uint8_t *page = cache.base + id * page_bytes;
+            const int o = s % P;
+            double scale = 1, S = 0, carried = 0, mag = 0;
+            if (fp8) {
+                float sf;
+                std::memcpy(&sf, page + 128 * P + 4 * o, 4);
+                scale = sf;
+            }
+            for (int h = 0; h < H; ++h) {
+                double d = 0, A = 0;
+                for (int k = 0; k < 128; ++k) {
+                    double kv;
+                    if (fp8) {
+                        kv = e4m3_value(page[o * 128 + k]);
+                    } else {
+                        uint16_t x;
+                        std::memcpy(&x, page + o * 256 + 2 * k, 2);
+                        kv = f_of(static_cast<uint32_t>(x) << 16);
+                    }
+                    const double t = qv(b, h, k) * kv;
+                    d += t;
+                    A += std::fabs(t);
+                }
+                const double r = d > 0 ? d : 0, e = gamma_n(130) * A + 0x1p-140;
+                const double aw = std::fabs(w[static_cast<size_t>(b) * H + h]);
+                S += w[static_cast<size_t>(b) * H + h] * r;
+                carried += aw * e;
+                mag += aw * (r + e);
+            }
+            const double x = scale * S;
+            const double E = (std::fabs(scale) * (carried + gamma_n(H + 2) * mag) * (1 + kU) + kU * std::fabs(x) + 0x1p-149) * (1 + 0x1p-10);
+            if (!(std::fabs(got - x) <= E) && bad++ < 3)
+                expect(false, "%s: row %d position %d: got %.9g, want %.12g ± %.3g", cfg.name, b, s, got, x, E);
+        }
+    }
+    if (bad > 3) expect(false, "%s: %d positions wrong in all", cfg.name, bad);
+    std::printf("%s: %s\n", bad ? "FAIL" : "ok  ", cfg.name);
+}
+
+void test_traps()
+{
+    int32_t len = 5, bad_len = 100, table[1] = {0}, bad_table[1] = {7};
+    std::vector<uint8_t> cache(132 * 64, 0), q(128, 0x38);
+    float w = 1, out[64];
+    kd_logits_params p{};
+    p.q = q.data();
+    p.weights = &w;
+    p.cache = cache.data();
+    p.seq_lens = &len;
+    p.page_table = table;
+    p.logits = out;
+    p.stride = 64;
+    p.max_pages = 1;
+    p.num_pages = 1;
+    p.batch = 1;
+    p.heads = 1;
+    p.log2_page = 6;
+    p.store = KD_LOGITS_STORE_FP8;
+    p.clean = 1;
+    p.tiles = 1;
+    auto traps = [&](kd_logits_params x) { return emu::launch(1, KD_LOGITS_THREADS, [&] { kd_indexer_logits(x); }); };
+    expect(traps(p) == 0, "traps: the valid launch trapped");
+    kd_logits_params x = p;
+    x.store = 7;
+    expect(traps(x) > 0, "traps: store 7 did not trap");
+    x = p;
+    x.page_table = bad_table;
+    expect(traps(x) > 0, "traps: page id 7 of 1 pages did not trap");
+    x = p;
+    x.seq_lens = &bad_len;
+    expect(traps(x) > 0, "traps: seq_len 100 above stride 64 did not trap");
+    x = p;
+    x.heads = 65;
+    expect(traps(x) > 0, "traps: 65 heads did not trap");
+    x = p;
+    x.tiles = 2;
+    expect(traps(x) > 0, "traps: tiles 2 for stride 64 did not trap");
+    std::printf("%s: preconditions trap\n", g_failed ? "FAIL" : "ok  ");
+}
+
+} /* namespace */
+
+int main(int argc, char **argv)
+{
+    const bool failfast = argc > 1 && std::strcmp(argv[1], "--failfast") == 0;
+    std::signal(SIGSEGV, on_segv);
+    auto part = [&](const char *name, auto f) {
+        if (failfast && g_failed) return;
+        f();
+        (void)name;
+    };
+    part("decode", [] {
+        test_decode();
+        std::printf("%s: e4m3 -> bf16 decode of all 256 codes\n", g_failed ? "FAIL" : "ok  ");
+    });
+    const std::vector<Config> cases = {
+        {"fp8 P=64 H=5 clean", KD_LOGITS_STORE_FP8, 64, 5, 1, {0, 1, 63, 64, 65, 300}},
+        {"bf16 P=16 H=7 not clean", KD_LOGITS_STORE_BF16, 16, 7, 0, {0, 1, 15, 16, 17, 300}},
+        {"fp8 P=64 H=64 clean", KD_LOGITS_STORE_FP8, 64, 64, 1, {130, 1000}},
+        {"bf16 P=64 H=1 clean", KD_LOGITS_STORE_BF16, 64, 1, 1, {2, 129}},
+        {"fp8 P=64 H=1 2049 pages", KD_LOGITS_STORE_FP8, 64, 1, 1, {2049 * 64 - 5}},
+        /* 260,000 pages of 8448 bytes (2.2 GB, mapped lazily); the used
+         * ones at ids ≥ 255,000, past 2^31 bytes; 2 GiB inaccessible below. */
+        {"fp8 P=64 H=2 cache beyond 2 GiB", KD_LOGITS_STORE_FP8, 64, 2, 1, {70, 200}, 260000, 255000, size_t{1} << 31},
+    };
+    uint64_t seed = 1;
+    for (const Config &c : cases) part(c.name, [&] { run_case(c, seed++); });
+    part("traps", test_traps);
+    if (g_failed) {
+        std::printf("logits_emu_test: %d check(s) failed\n", g_failed);
+        return 1;
+    }
+    std::printf("logits_emu_test: all checks passed\n");
+    return 0;
+}

@@ -1,0 +1,332 @@
+// A binary32 model of an indexer_logits kernel: the contract's formula
+// evaluated in float32 with every rounding explicit, as a CUDA kernel does
+// (DESIGN.md §11: "the kernel may sum in any order with f32 accumulation,
+// with or without FMA"). The mutant catalog is built on it (each fault
+// switched on alone), and the tests run its fault-free variants — other
+// summation orders over dims and heads, FMA on and off, the scale
+// multiplied at other points — through Check to show the tolerance
+// absorbs rounding and nothing more.
+
+package logits
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+)
+
+// Orders of the 128-term dot product (sim32.dims).
+const (
+	dimsSeq    = ""       // d = 0, 1, …, 127, one accumulator
+	dimsRev    = "rev"    // d = 127, …, 0
+	dimsTree   = "tree"   // the 128 products, then a pairwise (tree) sum, as warp shuffles form it
+	dimsChunk4 = "chunk4" // four accumulators (d mod 4, as the k-steps of an MMA tile), then (c0 + c1) + (c2 + c3)
+)
+
+// Orders of the head sum (sim32.heads).
+const (
+	headsSeq    = ""       // h = 0, 1, …, H−1
+	headsRev    = "rev"    // h = H−1, …, 0
+	headsTree   = "tree"   // the H terms, then a pairwise sum
+	headsSplit4 = "split4" // heads h ≡ g (mod 4) summed per g ascending, then ((p0 + p1) + p2) + p3: logits.cu's order
+)
+
+// Points where the FP8 scale is multiplied in (sim32.scaleAt).
+const (
+	scaleEnd  = ""     // logit = S·s
+	scaleHead = "head" // each term (w_h·s)·r_h
+	scaleKey  = "key"  // into the key before the dot products: k'_d = s·k_d
+)
+
+// GridCapPages is the page count past which the logits-grid-cap mutant
+// (and the LOGITS_GRID_CAP fault build) scores nothing: a grid sized for
+// 2048 pages, 131,072 keys at P = 64.
+const GridCapPages = 2048
+
+// sim32 selects one binary32 kernel variant. The zero value is a plain
+// kernel: sequential dot products with multiply and add rounded apart,
+// heads in order, the scale at the end.
+type sim32 struct {
+	dims    string
+	fma     bool // fused multiply-add in the dot products and the head sum
+	heads   string
+	scaleAt string
+	fault   string // a mutant name of mutants.go, or ""
+}
+
+// cudaOrder is logits.cu's evaluation order: sequential FMA dot products,
+// heads split over four thread groups, the scale at the end.
+var cudaOrder = sim32{fma: true, heads: headsSplit4}
+
+// fma32 returns a·b + c rounded once to binary32 (IEEE fusedMultiplyAdd):
+// a·b is exact in f64; the sum is split exactly (TwoSum) into hi + lo and
+// rounded to f32 from hi, corrected by lo's sign when hi lies on an f32
+// rounding midpoint.
+func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	cc := float64(c)
+	if float64(float32(p)) == p {
+		// a·b is an f32 value: the sum of two f32 values rounded to f64
+		// and then to f32 is correctly rounded (53 ≥ 2·24 + 2: S. A.
+		// Figueroa, "When is double rounding innocuous?", SIGNUM 1995).
+		return float32(p + cc)
+	}
+	hi := p + cc
+	bv := hi - p
+	lo := (p - (hi - bv)) + (cc - bv)
+	r := float32(hi)
+	if lo == 0 || math.IsInf(hi, 0) || math.IsNaN(hi) {
+		return r
+	}
+	// Neighbours of r; hi is a midpoint when it lies halfway between r and one of them.
+	for _, n := range []float32{math.Nextafter32(r, float32(math.Inf(1))), math.Nextafter32(r, float32(math.Inf(-1)))} {
+		mid := (float64(r) + float64(n)) / 2 // exact: f32 neighbours' mean fits f64
+		if mid != hi {
+			continue
+		}
+		// hi rounded to r (ties to even); the exact value lies on lo's side of hi.
+		if (lo > 0) == (float64(n) > hi) {
+			return n
+		}
+		return r
+	}
+	return r
+}
+
+// madd returns a·b + c in binary32, fused or with two roundings.
+func (s sim32) madd(a, b, c float32) float32 {
+	if s.fma {
+		return fma32(a, b, c)
+	}
+	return float32(float32(a*b) + c)
+}
+
+// tree32 sums v pairwise in binary32.
+func tree32(v []float32) float32 {
+	if len(v) == 1 {
+		return v[0]
+	}
+	h := (len(v) + 1) / 2
+	return float32(tree32(v[:h]) + tree32(v[h:]))
+}
+
+// dot returns Σ q_d·k_d in the variant's order.
+func (s sim32) dot(q, k *[Dim]float32) float32 {
+	switch s.dims {
+	case dimsRev:
+		var acc float32
+		for d := Dim - 1; d >= 0; d-- {
+			acc = s.madd(q[d], k[d], acc)
+		}
+		return acc
+	case dimsTree:
+		var t [Dim]float32
+		for d := range t {
+			t[d] = float32(q[d] * k[d])
+		}
+		return tree32(t[:])
+	case dimsChunk4:
+		var c [4]float32
+		for d := 0; d < Dim; d++ {
+			c[d%4] = s.madd(q[d], k[d], c[d%4])
+		}
+		return float32(float32(c[0]+c[1]) + float32(c[2]+c[3]))
+	}
+	var acc float32
+	for d := 0; d < Dim; d++ {
+		acc = s.madd(q[d], k[d], acc)
+	}
+	return acc
+}
+
+// relu returns max(d, 0) as CUDA's fmaxf does (a NaN gives the other
+// operand, 0), or d itself for the logits-no-relu fault.
+func (s sim32) relu(d float32) float32 {
+	if s.fault == "logits-no-relu" {
+		return d
+	}
+	if !(d > 0) {
+		return 0
+	}
+	return d
+}
+
+// headSum32 returns Σ_h w_h·r_h in the variant's order.
+func (s sim32) headSum32(w, r []float32) float32 {
+	H := len(w)
+	switch s.heads {
+	case headsRev:
+		var acc float32
+		for h := H - 1; h >= 0; h-- {
+			acc = s.madd(w[h], r[h], acc)
+		}
+		return acc
+	case headsTree:
+		t := make([]float32, H)
+		for h := range t {
+			t[h] = float32(w[h] * r[h])
+		}
+		return tree32(t)
+	case headsSplit4:
+		var p [4]float32
+		for g := 0; g < 4; g++ {
+			for h := g; h < H; h += 4 {
+				p[g] = s.madd(w[h], r[h], p[g])
+			}
+		}
+		return float32(float32(float32(p[0]+p[1])+p[2]) + p[3])
+	}
+	var acc float32
+	for h := 0; h < H; h++ {
+		acc = s.madd(w[h], r[h], acc)
+	}
+	return acc
+}
+
+// key32 reads a slot's key as the variant's kernel would: the codes (or
+// bf16 values) at the slot and its scale. ok is false when the fault sends
+// the read outside the cache (the position then reads as NaN: garbage).
+func (s sim32) key32(in *inputs, slot int64, k *[Dim]float32) (scale float32, ok bool) {
+	p := in.p
+	at, scaleAt := slotBytes(p, slot)
+	page, off := slot>>p.Log2P(), slot&int64(p.PageSize-1)
+	switch s.fault {
+	case "logits-scale-interleaved":
+		if p.Store == StoreFP8 { // [128 codes | scale] records of 132 bytes
+			at = page*int64(p.PageBytes()) + off*(Dim+4)
+			scaleAt = at + Dim
+		}
+	case "logits-one-scale-per-page":
+		if p.Store == StoreFP8 {
+			scaleAt = page*int64(p.PageBytes()) + int64(Dim*p.PageSize)
+		}
+	case "logits-offset-int32": // byte offsets formed in 32-bit signed arithmetic
+		wrap := func(x int64) int64 { return int64(int32(uint32(x))) }
+		at = wrap(at)
+		if scaleAt >= 0 {
+			scaleAt = wrap(scaleAt)
+		}
+	}
+	data := in.cache.Data
+	n := int64(len(data))
+	if p.Store == StoreBF16 {
+		if at < 0 || at+2*Dim > n {
+			return 0, false
+		}
+		for d := range k {
+			k[d] = numeric.BF16ToF32(binary.LittleEndian.Uint16(data[at+2*int64(d):]))
+		}
+		return 1, true
+	}
+	if at < 0 || at+Dim > n || scaleAt < 0 || scaleAt+4 > n {
+		return 0, false
+	}
+	for d := range k {
+		k[d] = numeric.E4M3ToF32(data[at+int64(d)])
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(data[scaleAt:])), true
+}
+
+// logit computes position s of row b in binary32; q holds the row's
+// queries, w its weights (as the variant reads them).
+func (s sim32) logit(in *inputs, b, pos int, q [][Dim]float32, w []float32, r []float32) float32 {
+	p := in.p
+	row := b
+	if s.fault == "logits-page-row0" {
+		row = 0
+	}
+	id := int64(in.tbl.I32(row*p.MaxPages + pos>>p.Log2P()))
+	if id < 0 || id >= int64(p.NumPages) {
+		return float32(math.NaN()) // a page id past the table: garbage
+	}
+	slot := id*int64(p.PageSize) + int64(pos&(p.PageSize-1))
+	var k [Dim]float32
+	scale, ok := s.key32(in, slot, &k)
+	if !ok {
+		if s.fault == "logits-offset-int32" {
+			return 0 // vLLM #52109: the wrapped offset reads zeros
+		}
+		return float32(math.NaN())
+	}
+	if s.scaleAt == scaleKey {
+		for d := range k {
+			k[d] = float32(k[d] * scale)
+		}
+	}
+	ws := w
+	if s.scaleAt == scaleHead {
+		ws = make([]float32, len(w))
+		for h := range w {
+			ws[h] = float32(w[h] * scale)
+		}
+	}
+	for h := range q {
+		d := s.dot(&q[h], &k)
+		if s.fault == "logits-bf16-dot" {
+			d = numeric.BF16ToF32(numeric.BF16FromF32(d))
+		}
+		r[h] = s.relu(d)
+	}
+	S := s.headSum32(ws, r)
+	if s.scaleAt == scaleEnd {
+		return float32(S * scale)
+	}
+	return S
+}
+
+// run computes every row into logits (the f32 [B, stride] output, holding
+// the poison), with the variant's fault.
+func (s sim32) run(in *inputs, logits *difftest.Tensor) {
+	p := in.p
+	negInf := math.Float32bits(float32(math.Inf(-1)))
+	in.forChunks(func(b, lo, hi int, _ *rowCtx, _ *scratch) {
+		H := p.Heads
+		q := make([][Dim]float32, H)
+		w := make([]float32, H)
+		for h := 0; h < H; h++ {
+			for d := 0; d < Dim; d++ {
+				q[h][d] = float32(in.qVal((b*H+h)*Dim + d))
+			}
+			w[h] = in.w.F32(b*H + h)
+			if s.fault == "logits-weights-ignored" {
+				w[h] = 1
+			}
+		}
+		r := make([]float32, H)
+		L := int(in.lens.I32(b))
+		scoredTo := L
+		if s.fault == "logits-past-length" && p.Clean {
+			scoredTo = min(pagesFor(L, p.PageSize)*p.PageSize, p.Stride) // the last page scored whole
+		}
+		for pos := lo; pos < hi; pos++ {
+			if s.fault == "logits-grid-cap" && pos>>p.Log2P() >= GridCapPages {
+				return // no block of the grid reaches these pages
+			}
+			i := b*p.Stride + pos
+			switch {
+			case pos < scoredTo:
+				logits.SetF32(i, s.logit(in, b, pos, q, w, r))
+			case p.Clean:
+				logits.SetU32(i, negInf)
+			}
+		}
+	})
+}
+
+// runSim runs a binary32 kernel variant on a case.
+func runSim(c *difftest.Case, outs []*difftest.Tensor, s sim32) error {
+	in, err := load(c)
+	if err != nil {
+		return err
+	}
+	if len(outs) != 1 {
+		return difftest.Inputf("outputs", nil, "want 1 (%s), got %d", NameLogits, len(outs))
+	}
+	if err := checkLogits(in.p, outs[0]); err != nil {
+		return err
+	}
+	s.run(in, outs[0])
+	return nil
+}

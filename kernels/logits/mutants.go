@@ -1,0 +1,57 @@
+// The logits part of the mutant catalog (DESIGN.md §11): each mutant is
+// the binary32 kernel model of model32.go, in logits.cu's evaluation
+// order, with exactly one fault, modelled on a public bug or on a
+// hypothesis the seed story had to clear.
+
+package logits
+
+import (
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// mutantFaults lists the catalog in DESIGN.md §11 order with one line each.
+var mutantFaults = []struct{ name, fault string }{
+	{"logits-grid-cap", "a grid sized for 2048 pages: positions on pages ≥ 2048 are never scored (nor set to −inf)"},
+	{"logits-scale-interleaved", "reads each slot as a [128 codes | scale] record at off·132 instead of the page's codes then its scales (vLLM #50576)"},
+	{"logits-one-scale-per-page", "applies the page's first scale to every key of the page"},
+	{"logits-no-relu", "adds each head's dot product without the ReLU"},
+	{"logits-weights-ignored", "sums the heads with weight 1 instead of weights[b][h]"},
+	{"logits-page-row0", "maps every row's positions through page-table row 0"},
+	{"logits-bf16-dot", "rounds each dot product to bf16 before the ReLU (a PyTorch fallback's rounding, under accum_bits 24)"},
+	{"logits-past-length", "with clean, scores the row's last page whole: positions in [L_b, ceil(L_b/P)·P) get a logit instead of −inf"},
+}
+
+// largeOnly is the mutant only the large suite can catch: a cache beyond
+// 2 GiB is needed for a 32-bit byte offset to wrap.
+var largeOnly = struct{ name, fault string }{
+	"logits-offset-int32", "forms cache byte offsets in 32-bit signed arithmetic: past 2 GiB they wrap and the key reads as zeros (vLLM #52109)",
+}
+
+// Mutants returns the 8 logits mutants the default suite must catch (the
+// catalog of DESIGN.md §11 without logits-offset-int32, which needs a
+// cache beyond 2 GiB: LargeMutants). Each Run writes outs[0] like
+// logits.cu except for its fault; it returns the case's *InputError if
+// the case is invalid.
+func Mutants() []difftest.Mutant {
+	ms := make([]difftest.Mutant, len(mutantFaults))
+	for i, m := range mutantFaults {
+		ms[i] = mutant(m.name, m.fault)
+	}
+	return ms
+}
+
+// LargeMutants returns the catalog mutants that only the large suite's
+// cache beyond 2 GiB exposes: logits-offset-int32. They are not part of
+// Kernel.Mutants, so `difftest selftest` on the default suite does not
+// expect them caught; tests run them on the large suite's shapes.
+func LargeMutants() []difftest.Mutant {
+	return []difftest.Mutant{mutant(largeOnly.name, largeOnly.fault)}
+}
+
+func mutant(name, fault string) difftest.Mutant {
+	return difftest.Mutant{Name: name, Fault: fault, Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+		s := cudaOrder
+		s.fault = name
+		return runSim(c, outs, s)
+	}}
+}
