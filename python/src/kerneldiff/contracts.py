@@ -129,8 +129,10 @@ NORMROPE = Contract(
         ("cache", "U8"),
     ),
     outputs=_normrope_outputs,
-    required_params=("norm", "rope_offset", "rope_style", "store", "scale_fmt", "page_size", "num_pages", "eps", "model"),
-    optional_params=("hadamard", "preset"),
+    required_params=("norm", "rope_offset", "rope_style", "store", "scale_fmt", "page_size", "num_pages", "eps"),
+    # model names the YaRN table of the freqs input: a capture of a live
+    # call need not know it (the freqs tensor is the table).
+    optional_params=("hadamard", "preset", "model"),
     inout=("cache",),
 )
 
