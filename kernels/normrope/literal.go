@@ -74,7 +74,7 @@ func (l *literal) decode(g *gen) error {
 			continue
 		}
 		want := k.count(g)
-		v, err := parseRuns(l.text[i], k.digits, want)
+		v, err := difftest.ParseRuns(l.text[i], k.digits, 64, want)
 		if err != nil {
 			return fmt.Errorf("param %q: %w", k.name, err)
 		}
@@ -121,69 +121,6 @@ func (l *literal) apply(c *difftest.Case) error {
 	return nil
 }
 
-// parseRuns decodes a run-length list: tokens separated by white space,
-// each a value (digits > 0: exactly that many hex digits; 0: a decimal
-// int64) optionally followed by "*N", N ≥ 1 repeats; at most limit values.
-func parseRuns(s string, digits, limit int) ([]int64, error) {
-	var out []int64
-	for _, tok := range strings.Fields(s) {
-		val, rep, hasRep := strings.Cut(tok, "*")
-		n := 1
-		if hasRep {
-			r, err := strconv.Atoi(rep)
-			if err != nil || r < 1 {
-				return nil, fmt.Errorf("token %q: the repeat count must be an integer ≥ 1", tok)
-			}
-			n = r
-		}
-		var x int64
-		if digits > 0 {
-			u, err := strconv.ParseUint(val, 16, 4*digits)
-			if err != nil || len(val) != digits {
-				return nil, fmt.Errorf("token %q: want %d hex digits", tok, digits)
-			}
-			x = int64(u)
-		} else {
-			v, err := strconv.ParseInt(val, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("token %q: want a decimal integer", tok)
-			}
-			x = v
-		}
-		if n > limit-len(out) {
-			return nil, fmt.Errorf("more than %d values", limit)
-		}
-		for range n {
-			out = append(out, x)
-		}
-	}
-	return out, nil
-}
-
-// runLength encodes v as parseRuns reads it.
-func runLength(v []int64, digits int) string {
-	var b strings.Builder
-	for i := 0; i < len(v); {
-		j := i + 1
-		for j < len(v) && v[j] == v[i] {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		if digits > 0 {
-			fmt.Fprintf(&b, "%0*x", digits, v[i])
-		} else {
-			fmt.Fprintf(&b, "%d", v[i])
-		}
-		if j-i > 1 {
-			fmt.Fprintf(&b, "*%d", j-i)
-		}
-		i = j
-	}
-	return b.String()
-}
-
 // SuiteEntry renders c as a [[case]] of family literal named name
 // (difftest.SuiteEntryWriter): the whole configuration, the sizes and
 // every input run-length encoded. An encoding beyond 1 MiB wraps
@@ -209,7 +146,7 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 				v[j] = t.I64(j)
 			}
 		}
-		lists[i] = runLength(v, k.digits)
+		lists[i] = difftest.RunLength(v, k.digits)
 		total += len(lists[i])
 	}
 	if total > maxLiteralChars {

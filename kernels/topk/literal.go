@@ -83,73 +83,40 @@ func applyLiteral(g *genConfig, c *difftest.Case) error {
 	return nil
 }
 
-// parseRuns decodes a run-length list: tokens separated by white space,
-// each a value (hex: exactly 8 hex digits of f32 bits; else a decimal
-// int32) optionally followed by "*N", N ≥ 1 repeats. It stops with an
-// error past limit values, so a short string cannot ask for a huge
-// allocation.
+// parseRuns decodes a run-length list (difftest.ParseRuns): hex, 8 hex
+// digits of f32 bits each; else decimal int32s. At most limit values.
 func parseRuns(s string, hex bool, limit int) ([]uint32, error) {
-	var out []uint32
-	for _, tok := range strings.Fields(s) {
-		val, rep, hasRep := strings.Cut(tok, "*")
-		n := 1
-		if hasRep {
-			r, err := strconv.Atoi(rep)
-			if err != nil || r < 1 {
-				return nil, fmt.Errorf("token %q: the repeat count must be an integer ≥ 1", tok)
-			}
-			n = r
-		}
-		var x uint32
-		if hex {
-			if len(val) != 8 {
-				return nil, fmt.Errorf("token %q: want 8 hex digits of f32 bits", tok)
-			}
-			u, err := strconv.ParseUint(val, 16, 32)
-			if err != nil {
-				return nil, fmt.Errorf("token %q: want 8 hex digits of f32 bits", tok)
-			}
-			x = uint32(u)
-		} else {
-			v, err := strconv.ParseInt(val, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("token %q: want a decimal int32", tok)
-			}
-			x = uint32(int32(v))
-		}
-		if n > limit-len(out) {
-			return nil, fmt.Errorf("more than %d values", limit)
-		}
-		for range n {
-			out = append(out, x)
-		}
+	digits := 0
+	if hex {
+		digits = 8
+	}
+	v, err := difftest.ParseRuns(s, digits, 32, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = uint32(x) // an int32's two's-complement bits, or the f32 bits
 	}
 	return out, nil
 }
 
-// runLength encodes v as parseRuns reads it, runs of equal values as
-// "VALUE*N".
+// runLength encodes v as parseRuns reads it (difftest.RunLength): f32
+// bits as 8 hex digits, or int32 values in decimal.
 func runLength(v []uint32, hex bool) string {
-	var b strings.Builder
-	for i := 0; i < len(v); {
-		j := i + 1
-		for j < len(v) && v[j] == v[i] {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
+	w := make([]int64, len(v))
+	for i, x := range v {
 		if hex {
-			fmt.Fprintf(&b, "%08x", v[i])
+			w[i] = int64(x)
 		} else {
-			fmt.Fprintf(&b, "%d", int32(v[i]))
+			w[i] = int64(int32(x))
 		}
-		if j-i > 1 {
-			fmt.Fprintf(&b, "*%d", j-i)
-		}
-		i = j
 	}
-	return b.String()
+	digits := 0
+	if hex {
+		digits = 8
+	}
+	return difftest.RunLength(w, digits)
 }
 
 // SuiteEntry renders c as a [[case]] of family literal named name
