@@ -2,7 +2,7 @@
 GO      ?= go
 BUILD   ?= build
 FATBIN  ?= $(BUILD)/kernels.fatbin
-# go-nvml resolves NVML lazily; a "-z now" link dies at start-up (DESIGN.md §2).
+# go-nvml resolves NVML lazily; a "-z now" link dies at start-up (docs/architecture.md).
 GOLDFLAGS ?= -ldflags=-extldflags=-Wl,-z,lazy
 DIFFTEST_ARGS ?=
 # The implementation `make difftest` runs: cuda (the GPU), or emu (the

@@ -44,7 +44,7 @@ func noDriverEnv() []string {
 	return append(os.Environ(), DriverEnv+"="+missingDriver)
 }
 
-// DESIGN.md §7 and issue 4: on a machine without a driver, `difftest run`
+// docs/interfaces.md and issue 4: on a machine without a driver, `difftest run`
 // (default implementation cuda) exits 125 within 5 s with a one-line
 // reason, whether or not a fatbin is there; the reason says how to run
 // without a GPU (issue 9).

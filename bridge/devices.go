@@ -1,6 +1,6 @@
 // Every GPU of a host: `--device all` or a list opens one `cuda` (or
 // `emu`) implementation per device, each with its own worker process, as
-// one difftest.Pool (DESIGN.md §13).
+// one difftest.Pool (docs/nightly.md).
 
 package bridge
 

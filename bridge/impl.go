@@ -1,6 +1,6 @@
 // The `cuda` implementation: runs each case in a GPU worker process and
 // restarts the worker after a fault, so an illegal address, a launch
-// failure or a hang fails one case and the suite goes on (DESIGN.md §6).
+// failure or a hang fails one case and the suite goes on (docs/running.md).
 
 package bridge
 

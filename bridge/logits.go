@@ -1,4 +1,4 @@
-// Launcher of indexer_logits (DESIGN.md §11, kernels/logits/logits.h):
+// Launcher of indexer_logits (docs/contracts/indexer_logits.md, kernels/logits/logits.h):
 // packs kd_logits_params by value for kd_indexer_logits.
 
 package bridge

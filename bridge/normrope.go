@@ -1,4 +1,4 @@
-// Launcher of norm_rope_store (DESIGN.md §4, kernels/normrope/normrope.h):
+// Launcher of norm_rope_store (docs/contracts/norm_rope_store.md, kernels/normrope/normrope.h):
 // packs kd_normrope_params by value for kd_norm_rope_store.
 
 package bridge

@@ -1,4 +1,4 @@
-// `difftest gpu-selftest`: the selftest of DESIGN.md §8 on the device.
+// `difftest gpu-selftest`: the selftest of docs/mutants.md on the device.
 // Each fault build of kernels/faults.txt (the kernels compiled with
 // -DKD_FAULT_<NAME>, by scripts/build-kernels --faults) runs through the
 // cuda implementation on its kernel's cases of the suite, and must fail

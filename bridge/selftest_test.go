@@ -14,7 +14,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
-// kernels/faults.txt and the Go mutant catalog (DESIGN.md §8, §11)
+// kernels/faults.txt and the Go mutant catalog (docs/mutants.md and docs/contracts/indexer_logits.md)
 // describe the same faults: every Go mutant has one CUDA fault build named
 // after it, each build names a mutant of its own kernel (or "-" for a
 // RACE_* or MEM_* sanitizer control), the kernel's source switches on its
@@ -88,7 +88,7 @@ func TestFaultListCoversCatalog(t *testing.T) {
 		}
 	}
 	if len(built) != 31 {
-		t.Errorf("%d catalog mutants have fault builds, want the 22 of DESIGN.md §8 and the 9 of §11", len(built))
+		t.Errorf("%d catalog mutants have fault builds, want the 22 of docs/mutants.md and the 9 of §11", len(built))
 	}
 }
 

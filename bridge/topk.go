@@ -1,4 +1,4 @@
-// Launcher of topk_transform (DESIGN.md §3, kernels/topk/topk.h): packs
+// Launcher of topk_transform (docs/contracts/topk_transform.md, kernels/topk/topk.h): packs
 // kd_topk_params by value for kd_topk_transform_<K>.
 
 package bridge

@@ -1,7 +1,7 @@
 // Package cuda is Go access to the CUDA driver API without CUDA headers or
 // a link-time libcuda: a cgo shim dlopens libcuda.so.1 at run time and
 // binds the ~25 entry points kerneldiff needs by their explicit versioned
-// symbol names (cuMemAlloc_v2, ...), as DESIGN.md §2 requires. It uses
+// symbol names (cuMemAlloc_v2, ...), as docs/architecture.md requires. It uses
 // the device's primary context, so the cuCtxCreate_v4 change of CUDA 13
 // does not concern it.
 //

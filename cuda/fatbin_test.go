@@ -152,7 +152,7 @@ func TestLoadableImage(t *testing.T) {
 
 // The kernel build's real output (KD_FATBIN, or ../build/kernels.fatbin)
 // when it is present: every entry parses,
-// and it holds SASS for sm_90, sm_100 and sm_120 plus PTX (DESIGN.md §2).
+// and it holds SASS for sm_90, sm_100 and sm_120 plus PTX (docs/architecture.md).
 func TestParseBuiltFatbin(t *testing.T) {
 	path := os.Getenv("KD_FATBIN")
 	if path == "" {

@@ -1,4 +1,4 @@
-// difftest bench (DESIGN.md §13): kernel time with a cold L2, its median
+// difftest bench (docs/nightly.md): kernel time with a cold L2, its median
 // and interquartile range over N runs after warm-up, the least bytes each
 // kernel must move, the device's copy bandwidth measured in the same run,
 // and the ratio of the two (% of the bandwidth floor); with a baseline

@@ -1,5 +1,4 @@
-// Bounded reads of the files a user or a child process names (DESIGN.md
-// §7: every read of a file or of a child's output is bounded before it is
+// Bounded reads of the files a user or a child process names (docs/interfaces.md: every read of a file or of a child's output is bounded before it is
 // allocated). A special file (a FIFO, a device, a socket) is refused by its
 // type, never opened in a way that could block and never read.
 

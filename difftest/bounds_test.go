@@ -1,4 +1,4 @@
-// Tests of the bounded reads (DESIGN.md §7, issue 9 item 4): hostile
+// Tests of the bounded reads (docs/interfaces.md, issue 9 item 4): hostile
 // capture files and exec outputs — /dev/zero, FIFOs, sparse files of
 // 2 and 64 GiB, headers declaring tensors no contract allows — are refused
 // within seconds and a few MB, never read whole.

@@ -1,4 +1,4 @@
-// Capture files: one case saved as safetensors (DESIGN.md §7), the format
+// Capture files: one case saved as safetensors (docs/interfaces.md), the format
 // of `difftest replay` and of the exec protocol.
 //
 // The container is the safetensors format of Hugging Face

@@ -1,4 +1,4 @@
-// Chained cases (DESIGN.md §12, the pipeline): a case whose kernel runs
+// Chained cases (docs/pipeline.md, the pipeline): a case whose kernel runs
 // other kernels' cases in turn, each stage fed the implementation's output
 // of the stage before and checked against the reference on that same
 // input.
@@ -11,7 +11,7 @@ import (
 )
 
 // Chain is an optional interface of a Kernel whose cases are chains of
-// other registered kernels' cases (the §12 pipeline: norm_rope_store →
+// other registered kernels' cases (the pipeline of docs/pipeline.md: norm_rope_store →
 // indexer_logits → topk_transform). CaseRun.RunCase runs such a case by
 // calling RunChain instead of running the case itself; the kernel's
 // Reference, Written, Equivalent and Check are not used for it.

@@ -1,6 +1,6 @@
-// Diagnosis of a failing case (DESIGN.md §10): which known bug the
+// Diagnosis of a failing case (docs/failures.md): which known bug the
 // implementation's output looks like. Every catalog mutant of the case's
-// kernel (§8) and every named semantic variant (what a real implementation
+// kernel (docs/mutants.md) and every named semantic variant (what a real implementation
 // does differently from the contract: PyTorch's topk order, truncating
 // conversions, …) runs on the same inputs; a candidate whose output
 // differs from the reference's and is the same result as the

@@ -1,5 +1,5 @@
-// Package difftest is kerneldiff's kernel-agnostic harness (DESIGN.md §2,
-// §6–§8): the Case, Tensor, Kernel and Impl types, the case pipeline,
+// Package difftest is kerneldiff's kernel-agnostic harness (docs/architecture.md,
+// docs/running.md, docs/interfaces.md, docs/mutants.md): the Case, Tensor, Kernel and Impl types, the case pipeline,
 // suites, reports, exit codes, the exec protocol and the selftest. It
 // never imports a kernel package; kernels and device implementations
 // register themselves (RegisterKernel, RegisterImpl, RegisterCommand).

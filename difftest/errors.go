@@ -39,7 +39,7 @@ func Inputf(tensor string, index []int, format string, args ...any) *InputError 
 }
 
 // Interrupted is the cause a run is cancelled with when a person stops it
-// with a signal (SIGINT, SIGTERM, SIGHUP; DESIGN.md §7 as amended): the
+// with a signal (SIGINT, SIGTERM, SIGHUP; docs/interfaces.md as amended): the
 // finished cases are reported and flushed, temporary files are removed,
 // and the exit code is 128 + the signal number, which `git bisect run`
 // takes as "stop" rather than "skip this commit". Pass it to a

@@ -1,5 +1,5 @@
 // The exec implementation: any program speaking the exec protocol of
-// DESIGN.md §7 runs as an implementation under test.
+// docs/interfaces.md runs as an implementation under test.
 //
 // Per case, in a fresh temporary folder, the harness writes in.safetensors
 // (every input tensor under its contract name; every InOut output, such as
@@ -105,7 +105,7 @@ func SplitCommand(cmd string) ([]string, error) {
 	return words, nil
 }
 
-// NewExecImpl returns the exec:CMD implementation of DESIGN.md §7. CMD is
+// NewExecImpl returns the exec:CMD implementation of docs/interfaces.md. CMD is
 // split by SplitCommand (callers that want a usage error before the first
 // case call SplitCommand themselves, or use OpenExecImpl; otherwise every
 // Run fails with class launch-error). The program is looked up in PATH,

@@ -1,4 +1,4 @@
-// End-to-end tests of the exec protocol (DESIGN.md §7): the program in
+// End-to-end tests of the exec protocol (docs/interfaces.md): the program in
 // testdata/execimpl is built and driven through NewExecImpl in every
 // variant, each of which must produce its own failure class.
 

@@ -1,5 +1,5 @@
 // The in-process implementations ("reference", "mutant:NAME") and the
-// resolution of an --impl name to an Impl (DESIGN.md §2 "Implementations").
+// resolution of an --impl name to an Impl (docs/architecture.md "Implementations").
 package difftest
 
 import (
@@ -27,7 +27,7 @@ func (ReferenceImpl) Run(_ context.Context, k Kernel, c *Case, outs []*Buffer) (
 // Close does nothing.
 func (ReferenceImpl) Close() error { return nil }
 
-// MutantImpl runs one catalog mutant (DESIGN.md §8) for the cases of its
+// MutantImpl runs one catalog mutant (docs/mutants.md) for the cases of its
 // own kernel, and the reference for the cases of every other kernel: the
 // mutant is the whole tool with exactly one fault.
 type MutantImpl struct {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// GeneratorVersion identifies the input generators (DESIGN.md §5): the
+// GeneratorVersion identifies the input generators (docs/running.md): the
 // bit-to-value transforms of package rng and every kernel's generator built
 // on them. Any change to how a kernel turns Philox words (or anything else)
 // into input values bumps it; it is recorded in every report and capture.
@@ -86,7 +86,7 @@ func (c *Case) Input(name string) *Tensor {
 // Range is a half-open byte range [Off, Off+Len) of one output tensor.
 type Range struct{ Off, Len int }
 
-// Class is a failure class (DESIGN.md §6). The empty class means pass.
+// Class is a failure class (docs/running.md). The empty class means pass.
 type Class string
 
 // Failure classes. Kernel comparators use Mismatch and NonFinite; the
@@ -174,7 +174,7 @@ type Kernel interface {
 	Equivalent(c *Case, a, b []*Tensor) error
 	// Check compares got with the reference's want.
 	Check(c *Case, got, want []*Tensor) Result
-	// Mutants returns the catalog of DESIGN.md §8 for this kernel.
+	// Mutants returns the catalog of docs/mutants.md for this kernel.
 	Mutants() []Mutant
 }
 
@@ -191,7 +191,7 @@ type SpecChecker interface {
 // Unspecifier is an optional interface of a Kernel: Unspecified lists, per
 // output, the byte ranges whose content the contract leaves unspecified,
 // such as indexer_logits' positions past a row's length without `clean`
-// (DeepGEMM's clean_logits = false, DESIGN.md §11). An implementation may
+// (DeepGEMM's clean_logits = false, docs/contracts/indexer_logits.md). An implementation may
 // write them or leave them: the runner exempts them from the canary check
 // of the bytes outside Written, and Written must not list them, so they are
 // not checked for poison either. The guard bands around the output are
@@ -227,7 +227,7 @@ type ParamInfo struct {
 }
 
 // Mutant is a Go implementation of a kernel with one known fault
-// (DESIGN.md §8).
+// (docs/mutants.md).
 type Mutant struct {
 	Name  string // catalog name, e.g. "topk-tie-hole"
 	Fault string // one line: what is wrong
@@ -311,7 +311,7 @@ type Command struct {
 	// place of Name, e.g. "info [--fatbin FILE] [--device N]".
 	Usage  string
 	Hidden bool
-	Run    func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per DESIGN.md §7
+	Run    func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per docs/interfaces.md
 }
 
 var registry struct {

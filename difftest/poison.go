@@ -1,4 +1,4 @@
-// Guard bands and poison fills (DESIGN.md §6 steps 2–4).
+// Guard bands and poison fills (docs/running.md steps 2–4).
 //
 // Every output an implementation receives lives inside a larger allocation
 // with GuardBytes of poison on both sides. Output and guards are filled with

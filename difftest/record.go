@@ -1,5 +1,5 @@
-// Per-case records and the report header (DESIGN.md §6 "Per-case record",
-// §7 "Reports"). They are the rows of every report format: the human
+// Per-case records and the report header (docs/running.md "Per-case record",
+// docs/interfaces.md "Reports"). They are the rows of every report format: the human
 // table, JSON Lines and JUnit XML are all written from them.
 package difftest
 

@@ -1,5 +1,5 @@
 // Replay commands: every failure prints one shell command that re-runs
-// exactly that case (DESIGN.md §1, §7), with every flag that can change
+// exactly that case (docs/architecture.md and docs/interfaces.md), with every flag that can change
 // its verdict.
 package difftest
 

@@ -1,4 +1,4 @@
-// The HTML report of a nightly run (DESIGN.md §13, `difftest report`): one
+// The HTML report of a nightly run (docs/nightly.md, `difftest report`): one
 // self-contained page, no network, scripts or fonts from anywhere: the
 // summary of each run, its failures with their messages, worst elements,
 // diagnosis and replay lines, per-kernel histograms of the distance and

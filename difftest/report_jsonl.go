@@ -1,4 +1,4 @@
-// JSON Lines reports (DESIGN.md §7): a header line, one line per case
+// JSON Lines reports (docs/interfaces.md): a header line, one line per case
 // written as the case ends, a summary line. Each line goes out in one
 // Write with no buffering in between, so a crash loses nothing already
 // decided.

@@ -1,4 +1,4 @@
-// JUnit XML reports (DESIGN.md §7), in the schema CI servers read
+// JUnit XML reports (docs/interfaces.md), in the schema CI servers read
 // (Jenkins' and Ant's junit.xsd): one <testsuite> per seed, one <testcase>
 // per case with classname = kernel and name = case id, a <failure> whose
 // type is the failure class, and <properties> for the run.

@@ -261,7 +261,7 @@ func SaveCapture(dir string, c *Case, out Outcome) (string, error) {
 	return path, nil
 }
 
-// Exit codes of the CLI (DESIGN.md §7), made for `git bisect run`.
+// Exit codes of the CLI (docs/interfaces.md), made for `git bisect run`.
 const (
 	ExitPass       = 0   // every case passed
 	ExitFail       = 1   // at least one case failed

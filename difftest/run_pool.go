@@ -1,4 +1,4 @@
-// Every GPU of a host (DESIGN.md §13): one worker per device, the cases
+// Every GPU of a host (docs/nightly.md): one worker per device, the cases
 // spread across them as each device frees up, one report.
 package difftest
 

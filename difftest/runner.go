@@ -1,4 +1,4 @@
-// The case pipeline of DESIGN.md §6: validate, hash, poison, run, check
+// The case pipeline of docs/running.md: validate, hash, poison, run, check
 // inputs, guards and canaries, rerun with the other poison, check for
 // unwritten bytes and nondeterminism, compare with the reference.
 package difftest

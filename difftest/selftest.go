@@ -1,4 +1,4 @@
-// The selftest of DESIGN.md §8: the suite must catch every catalog
+// The selftest of docs/mutants.md: the suite must catch every catalog
 // mutant, and the reference must pass every case.
 package difftest
 

@@ -1,5 +1,5 @@
 // The serve implementation: a long-lived program speaking the serve
-// protocol (DESIGN.md §9, README "Writing a serve:CMD implementation"),
+// protocol (docs/python.md, README "Writing a serve:CMD implementation"),
 // started once and sent one request per run of a case, with every tensor
 // in a shared memory file mapped by both sides.
 //

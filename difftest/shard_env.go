@@ -1,4 +1,4 @@
-// --shard auto (DESIGN.md §13): the shard I/N of a run from the engine
+// --shard auto (docs/nightly.md): the shard I/N of a run from the engine
 // that started it: a Slurm job array, a Kubernetes indexed Job, or an
 // explicit KD_SHARD (a CI matrix).
 package difftest

@@ -1,4 +1,4 @@
-// Shrinking a failing case to a small reproducer (DESIGN.md §10): greedy
+// Shrinking a failing case to a small reproducer (docs/failures.md): greedy
 // reduction in the manner of delta debugging (A. Zeller and R.
 // Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", IEEE
 // TSE 28(2), 2002) and of test-case reducers such as C-Reduce: the kernel

@@ -1,4 +1,4 @@
-// Suites: lists of cases in TOML files (DESIGN.md §7 `--suite NAME|FILE`).
+// Suites: lists of cases in TOML files (docs/interfaces.md `--suite NAME|FILE`).
 //
 // A suite file holds an array of tables named "case":
 //

@@ -12,10 +12,10 @@ import (
 
 // DType names an element type. The spellings are those of the safetensors
 // header ("F32", "I32", ...), so a Tensor's dtype travels unchanged through
-// the exec protocol and capture files (DESIGN.md §7).
+// the exec protocol and capture files (docs/interfaces.md).
 type DType string
 
-// The element types used by the kernel contracts of DESIGN.md §3 and §4.
+// The element types used by the kernel contracts of docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md.
 const (
 	F32  DType = "F32"  // IEEE 754 binary32, little-endian
 	F64  DType = "F64"  // IEEE 754 binary64, little-endian

@@ -1,4 +1,4 @@
-"""A complete NumPy implementation of norm_rope_store (DESIGN.md §4), served.
+"""A complete NumPy implementation of norm_rope_store (docs/contracts/norm_rope_store.md), served.
 
     difftest run --suite default --run '^norm_rope_store/' \
         --impl 'serve:python -m kerneldiff serve examples/numpy_normrope.py'

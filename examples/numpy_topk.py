@@ -1,4 +1,4 @@
-"""A complete NumPy implementation of topk_transform (DESIGN.md §3), served.
+"""A complete NumPy implementation of topk_transform (docs/contracts/topk_transform.md), served.
 
     difftest run --suite default --run '^topk_transform/' \
         --impl 'serve:python -m kerneldiff serve examples/numpy_topk.py'

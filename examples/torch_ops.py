@@ -10,7 +10,7 @@ On a GPU the package copies the inputs and each output's whole guarded
 buffer to the device, hands these functions the middle, and copies
 everything back after a synchronize (README, serve protocol); kernel time
 comes from CUDA events. These are plain torch ops written to the contracts
-(DESIGN.md §3, §4), the way a PyTorch fallback would be written if it were
+(docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md), the way a PyTorch fallback would be written if it were
 exact:
 
 - top-k ranks by key32 (torch.topk on a signed int32 image of the key, so

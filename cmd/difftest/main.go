@@ -21,7 +21,7 @@
 // and exits 0. (cuda-worker, the GPU worker process of the cuda
 // implementation, is internal.)
 //
-// Exit codes (DESIGN.md §7, for git bisect run): 0 all passed, 1 a case
+// Exit codes (docs/interfaces.md, for git bisect run): 0 all passed, 1 a case
 // failed, 2 usage or input file error, 125 nothing could be tested, and
 // 128 + N when a person stopped the run with signal N (SIGINT 130, SIGTERM
 // 143, SIGHUP 129) after the finished cases were reported and flushed and

@@ -54,7 +54,7 @@ func TestQuickReferenceSeeds1To200(t *testing.T) {
 	}
 }
 
-// The catalog of DESIGN.md §8 and §11 (logits-offset-int32, caught by the
+// The catalog of docs/mutants.md and docs/contracts/indexer_logits.md (logits-offset-int32, caught by the
 // large suite only, is not among the mutants the default suite must catch).
 var catalog = []string{
 	"topk-capacity-4096", "topk-coarse-only", "topk-tie-hole", "topk-flt-max-sentinel", "topk-nan-garbage",
@@ -89,7 +89,7 @@ func TestSelftestCatchesEveryMutant(t *testing.T) {
 	sort.Strings(names)
 	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Errorf("registered mutants\n%v\nwant the catalog of DESIGN.md §8 and §11\n%v", names, want)
+		t.Errorf("registered mutants\n%v\nwant the catalog of docs/mutants.md and docs/contracts/indexer_logits.md\n%v", names, want)
 	}
 	if !strings.Contains(stdout.String(), "selftest passed: 30 of 30 mutants caught, reference passes") {
 		t.Errorf("verdict line missing:\n%s", stdout.String())

@@ -1,5 +1,5 @@
 // Tests of the built difftest binary: what a signal leaves behind (issue 9
-// item 5, DESIGN.md §7 as amended) and replay lines that replay (item 7).
+// item 5, docs/interfaces.md as amended) and replay lines that replay (item 7).
 // Each starts the binary with an exec: implementation written as a shell
 // script, so what is tested is the process a user runs.
 

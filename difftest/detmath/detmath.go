@@ -1,7 +1,7 @@
 // Package detmath computes the few transcendental functions the input
 // generators need so that every host gets the same bits: math.Log,
 // math.Sin and math.Cos have per-architecture assembly or FMA-dependent
-// code paths, so their last bit can differ between hosts (DESIGN.md §5:
+// code paths, so their last bit can differ between hosts (docs/running.md:
 // Go may fuse x*y+z into an FMA, on arm64 always, on amd64 with
 // GOAMD64≥v3). These use only correctly rounded operations (+, −, ×, ÷,
 // math.Frexp, math.Floor) with an explicit float64 conversion around every

@@ -1,5 +1,5 @@
 // Package numeric implements the number formats of the kernel contracts
-// (DESIGN.md §3, §4): bfloat16, IEEE binary16, OCP e4m3fn, ue8m0 scales,
+// (docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md): bfloat16, IEEE binary16, OCP e4m3fn, ue8m0 scales,
 // the key32 total order of f32 bit patterns, and ULP / code distances.
 //
 // Every conversion works on bit patterns with integer arithmetic and rounds
@@ -17,7 +17,7 @@
 //   - E4M3FromF32/F64 saturate: |x| > 464 and ±inf give ±448 (0x7E, 0xFE),
 //     as the kernels' satfinite conversion does; ml_dtypes gives NaN (0x7F,
 //     0xFF). Up to 464 inclusive both round to 448.
-//   - E4M3FromF32/F64 map every NaN to 0x7F (DESIGN.md §4); ml_dtypes keeps
+//   - E4M3FromF32/F64 map every NaN to 0x7F (docs/contracts/norm_rope_store.md); ml_dtypes keeps
 //     the sign (0xFF for a negative NaN).
 //   - F16FromF32/F64 turn every NaN into the quiet NaN 0x7E00 with its sign;
 //     numpy keeps the top 10 payload bits.

@@ -6,7 +6,7 @@
 //
 // The conversion is the saturating mode of OFP8, which CUDA's
 // __nv_cvt_float_to_fp8(..., __NV_SATFINITE, __NV_E4M3) implements and the
-// kernels of DESIGN.md §4 use.
+// kernels of docs/contracts/norm_rope_store.md use.
 
 package numeric
 
@@ -25,7 +25,7 @@ const (
 // 2^-6) are exactly rounded; |f| ≤ 2^-10 rounds to ±0 (2^-10 is a tie and
 // goes to the even zero), keeping f's sign. |f| > 448, ±inf included,
 // saturates to ±448 (0x7E, 0xFE); values in (448, 464) would round to 448
-// anyway. Every NaN, whatever its sign, becomes 0x7F (DESIGN.md §4).
+// anyway. Every NaN, whatever its sign, becomes 0x7F (docs/contracts/norm_rope_store.md).
 func E4M3FromF64(f float64) uint8 {
 	if math.IsNaN(f) {
 		return e4m3NaN

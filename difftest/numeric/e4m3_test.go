@@ -36,7 +36,7 @@ func TestE4M3FromF64(t *testing.T) {
 		{math.Inf(1), 0x7E, "+inf saturates"},
 		{math.Inf(-1), 0xFE, "-inf saturates"},
 		{math.NaN(), 0x7F, "NaN"},
-		{math.Copysign(math.NaN(), -1), 0x7F, "negative NaN is 0x7F too (DESIGN.md §4)"},
+		{math.Copysign(math.NaN(), -1), 0x7F, "negative NaN is 0x7F too (docs/contracts/norm_rope_store.md)"},
 		{math.Copysign(0, -1), 0x80, "-0 keeps its sign"},
 	}
 	for _, tc := range tests {

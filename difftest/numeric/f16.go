@@ -1,6 +1,6 @@
 // IEEE 754-2019 binary16 (1 sign, 5 exponent, 10 fraction bits; bias 15),
 // rounded to nearest, ties to even (§4.3.1). Used by the top-k coarse
-// histogram key and by the fp8 double-rounding fault (DESIGN.md §8).
+// histogram key and by the fp8 double-rounding fault (docs/mutants.md).
 
 package numeric
 

@@ -1,5 +1,5 @@
 // key32: the total order on binary32 bit patterns used by radix-select
-// top-k kernels (DESIGN.md §3). Flipping every bit of a negative pattern
+// top-k kernels (docs/contracts/topk_transform.md). Flipping every bit of a negative pattern
 // and only the sign bit of a non-negative one turns IEEE 754 sign-magnitude
 // order into unsigned integer order (the transform CUB's radix sort applies
 // to floating-point keys).

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestKey32Order: the hand-ordered chain of DESIGN.md §3, each key strictly
+// TestKey32Order: the hand-ordered chain of docs/contracts/topk_transform.md, each key strictly
 // below the next.
 func TestKey32Order(t *testing.T) {
 	chain := []struct {

@@ -2,7 +2,7 @@
 // "Microscaling Formats (MX) Specification" v1.0 (2023): 8 exponent
 // bits, bias 127, no sign, no fraction; code 0xFF is NaN, so codes 0..254
 // stand for 2^-127 .. 2^127. DeepSeek's fp8 kernels round their per-block
-// scales up to such a power of two ("scale_fmt = ue8m0", DESIGN.md §4).
+// scales up to such a power of two ("scale_fmt = ue8m0", docs/contracts/norm_rope_store.md).
 
 package numeric
 

@@ -7,7 +7,7 @@ import (
 
 // TestUE8M0Ceil: exact powers map to themselves, everything else to the
 // next power up, with the scales the fp8 store produces (amax/448 and the
-// 1e-4/448 floor of DESIGN.md §4).
+// 1e-4/448 floor of docs/contracts/norm_rope_store.md).
 func TestUE8M0Ceil(t *testing.T) {
 	tests := []struct {
 		in      float64

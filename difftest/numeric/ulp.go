@@ -1,6 +1,6 @@
 // Distances in representable steps (units in the last place) between two
 // bfloat16 values or two e4m3fn codes, as used by the store comparators of
-// DESIGN.md §4. Each format's non-NaN patterns are put on one integer line
+// docs/contracts/norm_rope_store.md. Each format's non-NaN patterns are put on one integer line
 // (sign-magnitude to two's complement, with −0 and +0 at the same point) and
 // the distance is the difference of positions, as in Bruce Dawson's
 // "Comparing Floating Point Numbers, 2012 Edition".

@@ -1,4 +1,4 @@
-// Package rng generates the seeded inputs of every case (DESIGN.md §5):
+// Package rng generates the seeded inputs of every case (docs/running.md):
 // a Philox4x32-10 counter-based stream keyed by (suite seed, case id), and
 // versioned transforms from its 32-bit words to values (uniform, normal,
 // special bit patterns).

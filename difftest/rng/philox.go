@@ -21,7 +21,7 @@ const (
 //	ctr = (hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0)
 //
 // with the key bumped by (W0, W1) between rounds. It is a bijection of the
-// counter for a fixed key. Known answers (DESIGN.md §5): counter 0, key 0
+// counter for a fixed key. Known answers (docs/running.md): counter 0, key 0
 // gives 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
 func Philox4x32(ctr [4]uint32, key [2]uint32) [4]uint32 {
 	for r := 0; r < 10; r++ {

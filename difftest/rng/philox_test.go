@@ -2,7 +2,7 @@ package rng
 
 import "testing"
 
-// TestPhilox4x32KnownAnswers: the known-answer vectors of DESIGN.md §5,
+// TestPhilox4x32KnownAnswers: the known-answer vectors of docs/running.md,
 // which are those of the Random123 distribution (kat_vectors,
 // philox4x32_10), also reproduced by testdata/known_answers.py.
 func TestPhilox4x32KnownAnswers(t *testing.T) {

@@ -1,5 +1,5 @@
 // Special bit patterns of binary32 (IEEE 754-2019 §3.4) and bfloat16, the
-// edge values every input family mixes in (DESIGN.md §3, §4: ±0,
+// edge values every input family mixes in (docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md: ±0,
 // subnormals, ±inf, NaN of both signs). Part of transform version 1: the
 // lists and their order are fixed.
 

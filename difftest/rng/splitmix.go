@@ -26,7 +26,7 @@ func SplitMix64(x uint64) uint64 {
 }
 
 // CaseKey derives the 64-bit Philox key of a case from the suite seed and
-// the case id (DESIGN.md §5):
+// the case id (docs/running.md):
 //
 //	h   = FNV-1a 64 of the UTF-8 bytes of caseID
 //	      (offset basis 0xCBF29CE484222325, prime 0x100000001B3)

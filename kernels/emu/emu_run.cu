@@ -1,12 +1,12 @@
 /* emu_run: runs one launch of a kernel of kernels/kernels.cu on the CPU
  * (host_emu.h) from raw little-endian tensor files, for
  * kernels/emu/exec_emu.py, which speaks the harness's exec protocol
- * (DESIGN.md §7) so that `difftest run --impl exec:...` checks the CUDA
+ * (docs/interfaces.md) so that `difftest run --impl exec:...` checks the CUDA
  * source itself, without a GPU.
  *
  * Usage: emu_run topk DIR | emu_run normrope DIR | emu_run logits DIR
  * DIR holds params.txt ("name value" lines, integers except eps) and one
- * NAME.bin per tensor of the contract (DESIGN.md §3, §4):
+ * NAME.bin per tensor of the contract (docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md):
  *   topk:     in scores, seq_lens, page_table; out page_indices,
  *             raw_indices (when return_raw is 1)
  *   normrope: in x, weight, bias, freqs, positions, out_loc, cache;

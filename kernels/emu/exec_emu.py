@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""exec_emu: the exec protocol (DESIGN.md §7) in front of emu_run, so the
+"""exec_emu: the exec protocol (docs/interfaces.md) in front of emu_run, so the
 harness checks the CUDA kernels' own source on a machine without a GPU:
 
     scripts/test-kernels-emu --harness   # builds build/emu/emu_run, runs quick

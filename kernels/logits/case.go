@@ -1,5 +1,5 @@
-// Case generation for indexer_logits (DESIGN.md §11 "Input families",
-// §5): suite parameters, the paged cache written by the norm_rope_store
+// Case generation for indexer_logits (docs/contracts/indexer_logits.md "Input families",
+// docs/running.md): suite parameters, the paged cache written by the norm_rope_store
 // reference, the page tables, queries and weights.
 
 package logits
@@ -16,7 +16,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
 
-// Philox tensor indices of the generator (DESIGN.md §5): each input draws
+// Philox tensor indices of the generator (docs/running.md): each input draws
 // from its own counter range; row b starts at block uint64(b)<<32.
 const (
 	streamQ       = 0 // q, per row

@@ -1,4 +1,4 @@
-// The logits comparator of DESIGN.md §11: every specified position
+// The logits comparator of docs/contracts/indexer_logits.md: every specified position
 // against the exact logit, within the derived bound of bound.go; the
 // clean tail exactly −inf.
 

@@ -137,7 +137,7 @@ var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
 
 // digestCases are generated cases whose input SHA-256 digests are pinned:
 // the same seed and case id must give the same bytes on every run, host
-// and build (DESIGN.md §5), keys written through norm_rope_store included.
+// and build (docs/running.md), keys written through norm_rope_store included.
 var digestCases = []difftest.CaseSpec{
 	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/fp8", Params: map[string]any{"lengths": []any{int64(0), int64(70), int64(129)}, "H": int64(3)}},
 	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/bf16/high", Params: map[string]any{"lengths": []any{int64(33)}, "H": int64(2), "P": int64(16), "store": "bf16", "pages": "high"}},

@@ -1,9 +1,9 @@
-// Package logits is the Go contract of indexer_logits (DESIGN.md §11), the
+// Package logits is the Go contract of indexer_logits (docs/contracts/indexer_logits.md), the
 // DeepSeek-V3.2/V4 lightning indexer's scores over the paged FP8/BF16 key
 // cache that norm_rope_store writes (DeepGEMM fp8_paged_mqa_logits, decode
 // form): its parameters, input validation, an f64 reference, the
 // comparator with its derived tolerance, the input families, the mutant
-// catalog of §11, a binary32 model of the CUDA kernel, and the
+// catalog of docs/contracts/indexer_logits.md, a binary32 model of the CUDA kernel, and the
 // difftest.Kernel that registers them as "indexer_logits". The CUDA
 // kernel is logits.cu (launch contract in logits.h).
 //
@@ -19,7 +19,7 @@
 // BF16: k the bf16 values, scale 1); for s ≥ L_b, −inf with clean and
 // unspecified without.
 //
-// Choices where DESIGN.md is silent, and where this package is stricter:
+// Choices where the contract doc is silent, and where this package is stricter:
 //
 //   - Tolerance. A logit passes when |got − x| ≤ E, x the exact logit and
 //     E the worst-case error of any binary32 evaluation (bound.go: γ_130

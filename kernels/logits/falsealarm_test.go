@@ -16,7 +16,7 @@ type variant struct {
 }
 
 // legitimate lists binary32 kernels that compute the contract correctly
-// but differently from one another (DESIGN.md §11: "any order with f32
+// but differently from one another (docs/contracts/indexer_logits.md: "any order with f32
 // accumulation, with or without FMA"): the dot products summed in order,
 // in reverse, as a pairwise tree or in four interleaved accumulators;
 // FMA on and off; the heads summed in order, in reverse, as a tree or in
@@ -96,7 +96,7 @@ func TestNoFalseAlarms(t *testing.T) {
 }
 
 // TestNoFalseAlarmsManySeeds (KD_LONG=1) runs 10^4 seeded cases, each run
-// by every legitimate variant: DESIGN.md §11's "zero false alarms over
+// by every legitimate variant: docs/contracts/indexer_logits.md's "zero false alarms over
 // 10^4 seeds", proven against seven f32 kernels.
 func TestNoFalseAlarmsManySeeds(t *testing.T) {
 	if os.Getenv("KD_LONG") == "" {

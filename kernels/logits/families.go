@@ -1,4 +1,4 @@
-// Input families of indexer_logits (DESIGN.md §11, "Input families").
+// Input families of indexer_logits (docs/contracts/indexer_logits.md, "Input families").
 // Every family writes its keys through the norm_rope_store reference
 // (case.go); a family may draw the tokens itself, derive the row lengths,
 // or change slots and queries after the keys are written.

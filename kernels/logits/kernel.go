@@ -17,7 +17,7 @@ var (
 	_ difftest.Unspecifier     = Kernel{}
 )
 
-// Kernel implements difftest.Kernel for indexer_logits (DESIGN.md §11):
+// Kernel implements difftest.Kernel for indexer_logits (docs/contracts/indexer_logits.md):
 // inputs q [B, H, 128] (u8 e4m3fn codes, or bf16), weights f32 [B, H],
 // cache u8 [num_pages, 132·P or 256·P], seq_lens i32 [B], page_table i32
 // [B, max_pages]; output logits f32 [B, stride]. Case.Params is a Params.

@@ -1,9 +1,9 @@
 /* Indexer logits over the paged FP8/BF16 key cache (indexer_logits).
  *
- * Contract: DESIGN.md §11. Launch geometry, shared memory, the evaluation
+ * Contract: docs/contracts/indexer_logits.md. Launch geometry, shared memory, the evaluation
  * order and preconditions: logits.h. Sources: the DeepSeek-V3.2 lightning
  * indexer (logits = Σ_h w_h · ReLU(q_h · k), scaled by the key's FP8
- * scale), the block-planar paged layout of DESIGN.md §4 (vLLM #50576 is
+ * scale), the block-planar paged layout of docs/contracts/norm_rope_store.md (vLLM #50576 is
  * what happens when a reader assumes another), and the e4m3fn format of
  * the OCP 8-bit Floating Point Specification (OFP8) rev. 1.0.
  *

@@ -1,6 +1,6 @@
 /* indexer_logits: the lightning indexer's scores over the paged FP8/BF16
  * key cache (DeepSeek-V3.2/V4; DeepGEMM fp8_paged_mqa_logits, decode
- * form: one query token per row). Contract: DESIGN.md §11. Shared by
+ * form: one query token per row). Contract: docs/contracts/indexer_logits.md. Shared by
  * logits.cu and by cgo (bridge/), so it holds only C99 types and macros. */
 #ifndef KD_LOGITS_H
 #define KD_LOGITS_H
@@ -36,7 +36,7 @@ enum { KD_LOGITS_STORE_FP8 = 0, KD_LOGITS_STORE_BF16 = 1 };
  *     byte offsets in 64-bit, into shared memory as bf16 bits. FP8: e4m3fn
  *     codes decode exactly into bf16 (4 significant bits, exponents 2^-9
  *     to 2^8), NaN codes to a bf16 NaN; the f32 scale at page * 132P + 128P
- *     + off * 4 (block-planar, DESIGN.md §4). BF16: the values as stored,
+ *     + off * 4 (block-planar, docs/contracts/norm_rope_store.md). BF16: the values as stored,
  *     scale 1. Weights as f32.
  *  3. Thread t scores key j = t & 63 for the heads h = g, g + 4, ... (g = t
  *     >> 6): d = sum over d = 0..127, in order, of fma(q[h][d], k[j][d], d)

@@ -1,5 +1,5 @@
 /* logits_emu_test: runs kd_indexer_logits (logits.cu) on the CPU through
- * kernels/emu/host_emu.h and checks it against DESIGN.md §11.
+ * kernels/emu/host_emu.h and checks it against docs/contracts/indexer_logits.md.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
  * -ffp-contract=off). Exit 0 when every check passes, 1 otherwise;
@@ -10,7 +10,7 @@
  *
  * Part 2, end to end: cases drawn here (an LCG; random e4m3 codes with a
  * random f32 scale per slot, or random bf16 keys; random page tables)
- * through the kernel vs a float64 reference of §11 written here, with the
+ * through the kernel vs a float64 reference of docs/contracts/indexer_logits.md written here, with the
  * bound of kernels/logits/bound.go restated: per head e = γ_130·Σ|q k|,
  * then E = (|s|·(Σ|w|e + γ_(H+2)·Σ|w|(r + e))·(1 + u) + u·|logit|)·(1 +
  * 2^-10) + 2^-140. Clean rows must hold -inf past L, others their

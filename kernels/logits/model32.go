@@ -1,6 +1,6 @@
 // A binary32 model of an indexer_logits kernel: the contract's formula
 // evaluated in float32 with every rounding explicit, as a CUDA kernel does
-// (DESIGN.md §11: "the kernel may sum in any order with f32 accumulation,
+// (docs/contracts/indexer_logits.md: "the kernel may sum in any order with f32 accumulation,
 // with or without FMA"). The mutant catalog is built on it (each fault
 // switched on alone), and the tests run its fault-free variants — other
 // summation orders over dims and heads, FMA on and off, the scale

@@ -1,4 +1,4 @@
-// The logits part of the mutant catalog (DESIGN.md §11): each mutant is
+// The logits part of the mutant catalog (docs/contracts/indexer_logits.md): each mutant is
 // the binary32 kernel model of model32.go, in logits.cu's evaluation
 // order, with exactly one fault, modelled on a public bug or on a
 // hypothesis the seed story had to clear.
@@ -9,7 +9,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// mutantFaults lists the catalog in DESIGN.md §11 order with one line each.
+// mutantFaults lists the catalog in docs/contracts/indexer_logits.md order with one line each.
 var mutantFaults = []struct{ name, fault string }{
 	{"logits-grid-cap", "a grid sized for 2048 pages: positions on pages ≥ 2048 are never scored (nor set to −inf)"},
 	{"logits-scale-interleaved", "reads each slot as a [128 codes | scale] record at off·132 instead of the page's codes then its scales (vLLM #50576)"},
@@ -28,7 +28,7 @@ var largeOnly = struct{ name, fault string }{
 }
 
 // Mutants returns the 8 logits mutants the default suite must catch (the
-// catalog of DESIGN.md §11 without logits-offset-int32, which needs a
+// catalog of docs/contracts/indexer_logits.md without logits-offset-int32, which needs a
 // cache beyond 2 GiB: LargeMutants). Each Run writes outs[0] like
 // logits.cu except for its fault; it returns the case's *InputError if
 // the case is invalid.

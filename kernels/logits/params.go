@@ -1,5 +1,5 @@
 // Parameters and tensor layout of the indexer_logits contract
-// (DESIGN.md §11): the switches of kd_logits_params in logits.h, the shape
+// (docs/contracts/indexer_logits.md): the switches of kd_logits_params in logits.h, the shape
 // facts of the generated tensors, and the size limits checked before
 // anything is allocated.
 
@@ -14,11 +14,11 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// KernelName is the contract name of DESIGN.md §11.
+// KernelName is the contract name of docs/contracts/indexer_logits.md.
 const KernelName = "indexer_logits"
 
 // Dim is the indexer head dimension: every query head and every cached key
-// has 128 values (the keys norm_rope_store writes, DESIGN.md §4).
+// has 128 values (the keys norm_rope_store writes, docs/contracts/norm_rope_store.md).
 const Dim = 128
 
 // Contract names of the tensors, in contract order.
@@ -37,7 +37,7 @@ func InputNames() []string {
 	return []string{NameQ, NameWeights, NameCache, NameSeqLens, NamePageTable}
 }
 
-// Stores (Params.Store), the two layouts of DESIGN.md §4 step 4.
+// Stores (Params.Store), the two layouts of docs/contracts/norm_rope_store.md step 4.
 const (
 	StoreFP8  = "fp8"  // 128 e4m3fn codes per slot, then per page the slots' f32 scales
 	StoreBF16 = "bf16" // 128 bf16 values per slot
@@ -113,7 +113,7 @@ func (p Params) String() string {
 // offset bug class). Each is checked by NewCase (a suite error naming the
 // case and the param) and by Params.Check (captures).
 const (
-	// MaxHeads bounds H: 128, the contract's range (DESIGN.md §11). The
+	// MaxHeads bounds H: 128, the contract's range (docs/contracts/indexer_logits.md). The
 	// CUDA kernel is instantiated for H ≤ 64 (logits.h, KD_LOGITS_MAX_HEADS).
 	MaxHeads = 128
 	// MaxPageSize bounds P: 2^16 slots per page.

@@ -1,4 +1,4 @@
-// The Go reference of indexer_logits (DESIGN.md §11): per position, in
+// The Go reference of indexer_logits (docs/contracts/indexer_logits.md): per position, in
 // f64 from the exact decoded values, rounded once to the f32 output.
 
 package logits

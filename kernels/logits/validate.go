@@ -1,4 +1,4 @@
-// Input validation of indexer_logits (DESIGN.md §11, the parameter
+// Input validation of indexer_logits (docs/contracts/indexer_logits.md, the parameter
 // table): a case that breaks one of these rules is rejected before any
 // implementation runs, and typed access to a validated case's tensors.
 
@@ -183,7 +183,7 @@ func (in *inputs) slot(b, s int) int64 {
 	return id*int64(in.p.PageSize) + int64(s&(in.p.PageSize-1))
 }
 
-// slotBytes locates a slot in the cache (DESIGN.md §4 step 4), page =
+// slotBytes locates a slot in the cache (docs/contracts/norm_rope_store.md step 4), page =
 // slot >> log2 P, off = slot & (P−1): FP8 codes at page·132P + off·128,
 // scale at page·132P + 128P + off·4; BF16 values at page·256P + off·256
 // (scaleAt −1). Offsets are int64: a cache may exceed 2 GiB.

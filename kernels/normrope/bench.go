@@ -1,5 +1,5 @@
 // The least memory traffic of norm_rope_store, for difftest bench's
-// bandwidth floor (DESIGN.md §13).
+// bandwidth floor (docs/nightly.md).
 
 package normrope
 

@@ -11,7 +11,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// Philox tensor indices of the generator (DESIGN.md §5: counter = (tensor
+// Philox tensor indices of the generator (docs/running.md: counter = (tensor
 // index, block offset)); per-row streams start at block row<<32.
 const (
 	streamX         = 0 // x, one stream per token row

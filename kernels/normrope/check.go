@@ -1,4 +1,4 @@
-// The store comparator of DESIGN.md §4: each written slot against the
+// The store comparator of docs/contracts/norm_rope_store.md: each written slot against the
 // exact result, with the tolerance of bound.go. A value is accepted when it
 // is what a correct binary32 kernel can produce: the round-to-nearest-even
 // image of some value within the derived bound E_k of the exact one.

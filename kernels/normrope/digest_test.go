@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata/digests.golden")
 
 // digestCases are generated cases whose input SHA-256 digests are pinned:
 // the same seed and case id must give the same bytes on every run, host
-// and build (DESIGN.md §5). The v32 "positions" case pins the whole
+// and build (docs/running.md). The v32 "positions" case pins the whole
 // 163840-row YaRN table.
 var digestCases = []difftest.CaseSpec{
 	{Kernel: KernelName, Family: "gaussian", Name: "digest/gaussian/v4/N=9/P=64", Params: map[string]any{"preset": "v4", "N": int64(9), "P": int64(64)}},

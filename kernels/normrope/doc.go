@@ -1,9 +1,9 @@
-// Package normrope is the Go contract of norm_rope_store (DESIGN.md §4),
+// Package normrope is the Go contract of norm_rope_store (docs/contracts/norm_rope_store.md),
 // the fused norm + RoPE + Hadamard + paged FP8/BF16 store of indexer keys
 // in DeepSeek-V3.2/V4-style sparse attention: its parameters and presets,
 // real YaRN frequency tables, input validation, an f64 reference, the
 // store comparator with its derived tolerance, the input families, the
-// store mutants of DESIGN.md §8, and the difftest.Kernel that registers
+// store mutants of docs/mutants.md, and the difftest.Kernel that registers
 // them as "norm_rope_store".
 //
 // Tensors (contract names and order): x bf16 [N, x_stride ≥ 128], weight
@@ -13,7 +13,7 @@
 // configuration travels as Params (JSON in capture files and exec
 // metadata; the field names match the bridge's packer of normrope.h).
 //
-// Choices where DESIGN.md is silent, and where this package is stricter:
+// Choices where the contract doc is silent, and where this package is stricter:
 //
 //   - Tolerance. A stored value is accepted when it is the round-to-nearest
 //     image of some value within E_k of the exact result, E_k a worst-case
@@ -22,7 +22,7 @@
 //     produce the neighbour (near a midpoint) and exact elsewhere; a plain
 //     "≤ 1 ULP" or "≤ 1 step" rule would accept bf16 truncation and f16
 //     double rounding, which are never more than one step off. Near zero E_k
-//     spans several ULPs: the absolute floor of DESIGN.md §4.
+//     spans several ULPs: the absolute floor of docs/contracts/norm_rope_store.md.
 //   - LayerNorm variance: the bound covers two-pass and Welford variances,
 //     as PyTorch's layer_norm and the DeepSeek kernels compute them. The
 //     mean's error is one shift common to all 128 dims and is carried as a

@@ -88,7 +88,7 @@ func TestNoFalseAlarms(t *testing.T) {
 // TestNoFalseAlarmsManySeeds (KD_LONG=1) runs 10^4 seeded cases, each a
 // small case of one family and configuration in rotation (combinations a
 // family rejects are passed over), run by one legitimate kernel variant
-// in rotation: DESIGN.md §4's "zero false alarms over 10^4 seeds".
+// in rotation: docs/contracts/norm_rope_store.md's "zero false alarms over 10^4 seeds".
 func TestNoFalseAlarmsManySeeds(t *testing.T) {
 	if os.Getenv("KD_LONG") == "" {
 		t.Skip("KD_LONG=1 runs 10^4 seeds (a few minutes)")

@@ -1,4 +1,4 @@
-// Input families of norm_rope_store (DESIGN.md §4, "Input families"). Each
+// Input families of norm_rope_store (docs/contracts/norm_rope_store.md, "Input families"). Each
 // draws x (and, where the family needs it, weight, positions or out_loc)
 // from Philox streams keyed by the case key, one stream per token row.
 

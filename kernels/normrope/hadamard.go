@@ -1,5 +1,5 @@
 // The 128-point Walsh–Hadamard transform in natural (Sylvester, "Hadamard")
-// order, z_k = 128^-½ · Σ_j (−1)^popcount(j & k) · y_j (DESIGN.md §4
+// order, z_k = 128^-½ · Σ_j (−1)^popcount(j & k) · y_j (docs/contracts/norm_rope_store.md
 // step 3), by the fast in-place butterfly (the Sylvester construction
 // H_2n = [[H_n, H_n], [H_n, −H_n]]; as in Dao-AILab fast-hadamard-transform,
 // which DeepSeek's rotate_activation calls with scale 128^-½).

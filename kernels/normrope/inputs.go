@@ -1,5 +1,5 @@
 // Typed access to a validated case's input tensors (contract order of
-// DESIGN.md §4): x, weight, bias, freqs, positions, out_loc.
+// docs/contracts/norm_rope_store.md): x, weight, bias, freqs, positions, out_loc.
 
 package normrope
 

@@ -10,7 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// KernelName is the contract name of DESIGN.md §4.
+// KernelName is the contract name of docs/contracts/norm_rope_store.md.
 const KernelName = "norm_rope_store"
 
 func init() { difftest.RegisterKernel(Kernel{}) }

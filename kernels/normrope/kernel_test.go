@@ -21,7 +21,7 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
-// TestCatalog pins the store mutants of DESIGN.md §8, in its order.
+// TestCatalog pins the store mutants of docs/mutants.md, in its order.
 func TestCatalog(t *testing.T) {
 	want := []string{"rope-style-swap", "rope-half-swap", "rope-position-off-by-one", "bf16-truncate",
 		"fp8-double-round", "fp8-no-saturate", "ue8m0-floor", "scale-no-floor", "cache-scale-interleaved",

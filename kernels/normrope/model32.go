@@ -1,6 +1,6 @@
 // A binary32 model of a norm_rope_store kernel: the contract's formulas
 // evaluated in float32 with no intermediate widening, as a CUDA kernel
-// does (DESIGN.md §4: "the kernel computes in f32"). The mutant catalog is
+// does (docs/contracts/norm_rope_store.md: "the kernel computes in f32"). The mutant catalog is
 // built on it (each fault switched on alone), and the tests run its
 // fault-free variants, with several legitimate summation orders, through
 // Check to show the tolerance absorbs rounding and nothing more.

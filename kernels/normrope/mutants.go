@@ -1,4 +1,4 @@
-// The store half of the mutant catalog of DESIGN.md §8: each mutant is
+// The store half of the mutant catalog of docs/mutants.md: each mutant is
 // the binary32 kernel model of model32.go with exactly one fault, modelled
 // on a bug class seen in public kernels (wrong RoPE pairing or half, an
 // off-by-one position, truncating or double-rounding conversions, missing
@@ -11,7 +11,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// mutantFaults lists the catalog in DESIGN.md §8 order with one line each.
+// mutantFaults lists the catalog in docs/mutants.md order with one line each.
 var mutantFaults = []struct{ name, fault string }{
 	{"rope-style-swap", "pairs dims interleaved where neox is asked, and neox where interleaved is asked"},
 	{"rope-half-swap", "rotates dims [64−off, 128−off), the other half of the key"},
@@ -27,7 +27,7 @@ var mutantFaults = []struct{ name, fault string }{
 	{"hadamard-unscaled", "omits the 128^-½ normalisation of the Hadamard transform"},
 }
 
-// Mutants returns the 12 store mutants of DESIGN.md §8. Each Run writes
+// Mutants returns the 12 store mutants of docs/mutants.md. Each Run writes
 // outs[0] (the cache) like a correct binary32 kernel except for its fault;
 // it returns the case's *InputError if the case is invalid.
 func Mutants() []difftest.Mutant {

@@ -1,6 +1,6 @@
 // RMSNorm (B. Zhang, R. Sennrich, "Root Mean Square Layer Normalization",
 // NeurIPS 2019) and LayerNorm (J. L. Ba, J. R. Kiros, G. E. Hinton, "Layer
-// Normalization", 2016) over one 128-wide key, in f64, as DESIGN.md §4
+// Normalization", 2016) over one 128-wide key, in f64, as docs/contracts/norm_rope_store.md
 // step 1 states them and the DeepSeek reference code applies them
 // (inference/model.py: RMSNorm.forward, F.layer_norm; biased variance).
 
@@ -14,7 +14,7 @@ import "math"
 //	layer: v = mean((x − mean)²),  y_i = (x_i − mean) · r · w_i + b_i
 //
 // Every product is wrapped in float64() so the compiler cannot fuse it into
-// an FMA (DESIGN.md §5); the result is then the same on every host.
+// an FMA (docs/running.md); the result is then the same on every host.
 // Non-finite or overflowing inputs give non-finite or meaningless outputs;
 // such tokens are "don't care" (see dontCare).
 func normF64(norm string, x, w, b *[Dim]float64, eps float64, y *[Dim]float64) (r float64) {

@@ -1,7 +1,7 @@
 /* Fused norm + RoPE + Hadamard + paged FP8/BF16 store of indexer keys
  * (norm_rope_store).
  *
- * Contract: DESIGN.md §4. Launch geometry, math order, rounding points and
+ * Contract: docs/contracts/norm_rope_store.md. Launch geometry, math order, rounding points and
  * preconditions: normrope.h. Sources: RMSNorm (Zhang & Sennrich 2019),
  * LayerNorm (Ba et al. 2016), rotary embedding (Su et al., RoFormer 2021;
  * "neox" halves and GPT-J "interleaved" pairs), the fast Walsh-Hadamard

@@ -1,5 +1,5 @@
 /* norm_rope_store: fused norm + RoPE + Hadamard + paged FP8/BF16 store of
- * indexer keys. Contract: DESIGN.md §4. Shared by normrope.cu and by cgo
+ * indexer keys. Contract: docs/contracts/norm_rope_store.md. Shared by normrope.cu and by cgo
  * (bridge/), so it holds only C99 types and macros. */
 #ifndef KD_NORMROPE_H
 #define KD_NORMROPE_H

@@ -1,5 +1,5 @@
 /* normrope_emu_test: runs kd_norm_rope_store (normrope.cu) on the CPU
- * through kernels/emu/host_emu.h and checks it against DESIGN.md §4.
+ * through kernels/emu/host_emu.h and checks it against docs/contracts/norm_rope_store.md.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
  * -ffp-contract=off). Exit 0 when every check passes, 1 otherwise;
@@ -13,7 +13,7 @@
  * round-to-nearest-even likewise; ue8m0 against 2^ceil(log2 s) via frexp.
  *
  * Part 2, end to end: tokens through the kernel vs a float64 reference of
- * §4 written here (direct O(128^2) Hadamard sum, not a butterfly). Bounds:
+ * docs/contracts/norm_rope_store.md written here (direct O(128^2) Hadamard sum, not a butterfly). Bounds:
  * the kernel rounds every f32 operation, about 30 in sequence per output
  * plus 7 butterfly levels; errors stay below 2^-16 of the token's largest
  * output magnitude M, so: BF16 within 1 bf16 ULP of the reference plus
@@ -172,7 +172,7 @@ float bf16_round(double v) /* a bf16 input value near v */
     return f_of(static_cast<uint32_t>(ref_bf16(f)) << 16);
 }
 
-/* reference computes DESIGN.md §4 steps 1-3 in float64 for one token. */
+/* reference computes docs/contracts/norm_rope_store.md steps 1-3 in float64 for one token. */
 void reference(const Config &c, const float *x, const float *w, const float *bias, const float *fr, float eps,
                double z[128])
 {

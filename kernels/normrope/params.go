@@ -1,5 +1,5 @@
 // Configuration of the fused norm + RoPE + Hadamard + paged store kernel
-// (DESIGN.md §4): the switches of kd_normrope_params in normrope.h and the
+// (docs/contracts/norm_rope_store.md): the switches of kd_normrope_params in normrope.h and the
 // three model presets.
 
 package normrope
@@ -14,14 +14,14 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// Dim is the indexer key width: every token has 128 values (DESIGN.md §4).
+// Dim is the indexer key width: every token has 128 values (docs/contracts/norm_rope_store.md).
 const Dim = 128
 
 // RopeDim is the number of rotated dimensions, 64 (32 pairs), the
 // qk_rope_head_dim of both DeepSeek model families.
 const RopeDim = 64
 
-// Preset names (DESIGN.md §4).
+// Preset names (docs/contracts/norm_rope_store.md).
 const (
 	PresetV32    = "v32"     // DeepSeek-V3.2: LayerNorm, RoPE on dims [0,64) neox, Hadamard, FP8 plain scale
 	PresetV4     = "v4"      // DeepSeek-V4: RMSNorm, RoPE on dims [64,128) interleaved, Hadamard, FP8 plain scale
@@ -61,7 +61,7 @@ const (
 // DefaultEps is the norm epsilon of both model families, 1e-6 (as f32).
 const DefaultEps float32 = 1e-6
 
-// Preset returns the configuration of a named preset (DESIGN.md §4) with
+// Preset returns the configuration of a named preset (docs/contracts/norm_rope_store.md) with
 // page size p and one page, or an error for an unknown name:
 //
 //	v32     = layer, rope_offset 0,  neox,        hadamard on, fp8 plain, YaRN v32

@@ -1,4 +1,4 @@
-// The Go reference of norm_rope_store (DESIGN.md §4): per token, in f64
+// The Go reference of norm_rope_store (docs/contracts/norm_rope_store.md): per token, in f64
 // from the exact inputs, norm → RoPE → Hadamard, rounded once at the
 // output into the paged cache.
 
@@ -93,9 +93,9 @@ func forTokens(n int, f func(lo, hi int)) {
 }
 
 // ExactKeys returns every token's key before the store, z in f64 (the
-// norm, RoPE and Hadamard of DESIGN.md §4 steps 1–3 from the exact
+// norm, RoPE and Hadamard of docs/contracts/norm_rope_store.md steps 1–3 from the exact
 // inputs): what Compute rounds into the cache, unquantised. The exact
-// pipeline of DESIGN.md §12 scores these. Token t's key is element t,
+// pipeline of docs/pipeline.md scores these. Token t's key is element t,
 // whatever its out_loc; NaN/inf inputs give NaN/inf keys. It returns the
 // case's *InputError if the case breaks the contract.
 func ExactKeys(c *difftest.Case) ([][Dim]float64, error) {

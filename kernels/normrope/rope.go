@@ -1,7 +1,7 @@
 // Rotary position embedding (J. Su et al., "RoFormer: Enhanced Transformer
 // with Rotary Position Embedding", 2021, §3.4.2) on 64 of the 128 dims,
 // in the two pairings kernels use: GPT-NeoX "neox" (rotate halves: pairs
-// (j, j+32)) and GPT-J "interleaved" (pairs (2j, 2j+1)), DESIGN.md §4 step 2.
+// (j, j+32)) and GPT-J "interleaved" (pairs (2j, 2j+1)), docs/contracts/norm_rope_store.md step 2.
 
 package normrope
 

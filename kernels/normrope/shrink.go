@@ -1,5 +1,4 @@
-// Reductions of a norm_rope_store case for `difftest shrink` (DESIGN.md
-// §10, difftest.Reducer): fewer tokens, x without row padding, positions
+// Reductions of a norm_rope_store case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer tokens, x without row padding, positions
 // and freqs rows renumbered densely (or all at position 0), slots
 // renumbered densely into the fewest pages (or one page), a smaller page
 // size, a simpler configuration (no Hadamard, RMSNorm), simpler values

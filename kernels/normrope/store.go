@@ -1,4 +1,4 @@
-// The block-planar paged cache layout of DESIGN.md §4 step 4 and the
+// The block-planar paged cache layout of docs/contracts/norm_rope_store.md step 4 and the
 // encodings of one token: FP8 e4m3fn codes with a per-token f32 scale
 // (plain, or ue8m0 = rounded up to a power of two, as DeepSeek's
 // act_quant with scale_fmt "ue8m0"), or BF16.

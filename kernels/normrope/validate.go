@@ -1,4 +1,4 @@
-// Input validation of norm_rope_store (DESIGN.md §4 step 5 and the
+// Input validation of norm_rope_store (docs/contracts/norm_rope_store.md step 5 and the
 // parameter table): a case that breaks one of these rules is rejected
 // before any implementation runs.
 

@@ -1,5 +1,4 @@
-// Semantic variants of norm_rope_store for the diagnosis of DESIGN.md
-// §10: conversions and conventions that real implementations use in place
+// Semantic variants of norm_rope_store for the diagnosis of docs/failures.md: conversions and conventions that real implementations use in place
 // of the contract's. Three of them are catalog mutants already (the same
 // fault under the same name); the diagnosis runs the mutant and names it,
 // so they are aliases here, listed for what real code does it. One is new:

@@ -34,7 +34,7 @@ type Yarn struct {
 	BetaSlow float64 // β_slow: rotations at which interpolation is complete (low-frequency end)
 }
 
-// YarnOf returns the YaRN parameters of model "v32" or "v4" (DESIGN.md §4).
+// YarnOf returns the YaRN parameters of model "v32" or "v4" (docs/contracts/norm_rope_store.md).
 func YarnOf(model string) (Yarn, error) {
 	switch model {
 	case ModelV32:
@@ -60,8 +60,7 @@ func (y Yarn) correctionDim(rot float64) float64 {
 // j, correctly rounded to f64 (unless the exact value lies within 2^-240
 // of a rounding boundary): θ^(1/32) by five square roots in math/big at 256
 // bits, its j-th power, the reciprocal, one rounding. math.Pow is only
-// faithful, and its last bit depends on the host (FMA fusion, DESIGN.md
-// §5); math/big is integer arithmetic, the same everywhere.
+// faithful, and its last bit depends on the host (FMA fusion, docs/running.md); math/big is integer arithmetic, the same everywhere.
 func baseFreq(theta float64, j int) float64 {
 	const prec = 256
 	root := new(big.Float).SetPrec(prec).SetFloat64(theta)

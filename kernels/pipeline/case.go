@@ -1,4 +1,4 @@
-// Case generation for the pipeline (DESIGN.md §12): the tokens, norm
+// Case generation for the pipeline (docs/pipeline.md): the tokens, norm
 // weights and RoPE table of stage 1, the page table, the queries and
 // weights, and a planted needle per row.
 

@@ -22,7 +22,7 @@ var (
 	_ difftest.FamilyDescriber = Kernel{}
 )
 
-// Kernel is the pipeline of DESIGN.md §12 as a difftest.Kernel whose cases
+// Kernel is the pipeline of docs/pipeline.md as a difftest.Kernel whose cases
 // run as chains (difftest.Chain: RunChain). Its Reference, Check and
 // Equivalent describe the whole chain on the reference (the top-k of the
 // reference's logits of the reference's keys); a chained run does not use

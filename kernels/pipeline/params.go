@@ -1,4 +1,4 @@
-// Package pipeline is the chained case of DESIGN.md §12: the indexer as a
+// Package pipeline is the chained case of docs/pipeline.md: the indexer as a
 // server runs it. norm_rope_store writes the keys of every row into the
 // paged cache, indexer_logits scores them against the row's query,
 // topk_transform selects K slots. Each stage runs on the implementation

@@ -1,4 +1,4 @@
-// `difftest study needle` (DESIGN.md §12): the seed story's isolation
+// `difftest study needle` (docs/pipeline.md): the seed story's isolation
 // table done right. FP8 and BF16 keys side by side on identical inputs,
 // through the whole pipeline on the implementation under test, each stage
 // checked, with the needle's fate and the recall of the exact top-K per
@@ -36,8 +36,7 @@ func init() {
 	})
 }
 
-// DefaultStudyLengths are the sequence lengths of the study (DESIGN.md
-// §12); --lengths replaces them.
+// DefaultStudyLengths are the sequence lengths of the study (docs/pipeline.md); --lengths replaces them.
 var DefaultStudyLengths = []int{1000, 2000, 4500, 10000, 22000, 60000}
 
 // DefaultStudyMargins are the needle margins of the study, in standard

@@ -1,5 +1,5 @@
 // The least memory traffic of topk_transform, for difftest bench's
-// bandwidth floor (DESIGN.md §13).
+// bandwidth floor (docs/nightly.md).
 
 package topk
 

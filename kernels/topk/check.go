@@ -1,4 +1,4 @@
-// The exact, tie-aware validity check of topk_transform (DESIGN.md §3,
+// The exact, tie-aware validity check of topk_transform (docs/contracts/topk_transform.md,
 // "Validity check", rules 1–3) with recall, Jaccard, tie band and needle
 // diagnostics.
 
@@ -40,7 +40,7 @@ var ruleNames = [nRules]string{"padding", "out_of_range", "wrong_slots", "duplic
 // valid. For each row b with L = seq_lens[b] and n = min(K, L):
 //
 //  1. exactly the first n entries are not −1, in both outputs; when L ≤ K
-//     the row must be exactly 0, 1, …, L−1 (DESIGN.md §3, "L ≤ K");
+//     the row must be exactly 0, 1, …, L−1 (docs/contracts/topk_transform.md, "L ≤ K");
 //  2. raw indices are distinct and in [0, L), and page_indices[j] ==
 //     slot(raw[j]); without raw_indices each page index is mapped back to
 //     its position through the row's page table (injective, by Validate),

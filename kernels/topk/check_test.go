@@ -10,7 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// TestCheckRules: each rule of DESIGN.md §3 broken once, with the one-line
+// TestCheckRules: each rule of docs/contracts/topk_transform.md broken once, with the one-line
 // message it must produce. The case: K = 2, P = 2, identity-like tables.
 //
 //	row 0, L = 4: [3, 2, 2, 2]; table [10 20] → slots 20 21 40 41.

@@ -1,4 +1,4 @@
-// Package topk is the Go contract of topk_transform (DESIGN.md §3): the
+// Package topk is the Go contract of topk_transform (docs/contracts/topk_transform.md): the
 // per-row top-K selection over indexer logits with the page-table
 // transform used by DeepSeek-V3.2/V4 sparse attention. It registers the
 // kernel "topk_transform" with the difftest harness at init.
@@ -7,7 +7,7 @@
 // seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices
 // i32 [B, K] and, when Params.ReturnRaw, raw_indices i32 [B, K].
 //
-// What the package chose where DESIGN.md is silent:
+// What the package chose where the contract doc is silent:
 //
 //   - Order is key32 (numeric.Key32): −NaN < −inf < … < −0 < +0 < … < +inf
 //     < +NaN; ties are equal bit patterns. PyTorch's topk fallback differs
@@ -48,6 +48,6 @@
 // Files, one algorithm each: params.go (Params, FromTensors), limits.go
 // (size bounds), validate.go (preconditions), reference.go (radix
 // select), check.go (validity rule and diagnostics), generate.go and
-// families.go (seeded inputs), mutants.go (the §8 catalog), kernel.go
+// families.go (seeded inputs), mutants.go (the catalog of docs/mutants.md), kernel.go
 // (difftest.Kernel).
 package topk

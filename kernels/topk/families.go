@@ -1,4 +1,4 @@
-// The input families of topk_transform (DESIGN.md §3 "Input families"),
+// The input families of topk_transform (docs/contracts/topk_transform.md "Input families"),
 // each with the bug or edge class it guards. Every family draws row b from
 // its own Philox stream (rng.NewStream(key, 0, b<<32)); values are built
 // from bit patterns or single f32 roundings of f64 draws, so they do not
@@ -22,7 +22,7 @@ var families = []family{
 	// lengths and reads past L.
 	{name: "gaussian", row: rowGaussian},
 	// needle: Gaussian noise with one planted maximum (max + 1) at
-	// position L/3. Guards the long-context recall loss of DESIGN.md §1:
+	// position L/3. Guards the long-context recall loss of docs/architecture.md:
 	// the top-k must keep the needle at every length.
 	{name: "needle", needle: true, row: rowNeedle},
 	// equal: every score of a row is the same value (drawn per row). Any K

@@ -1,4 +1,4 @@
-// The difftest.Kernel implementation of topk_transform (DESIGN.md §3),
+// The difftest.Kernel implementation of topk_transform (docs/contracts/topk_transform.md),
 // registered with the harness at init.
 
 package topk
@@ -17,8 +17,8 @@ var _ difftest.KeyMetricer = Kernel{}
 
 // Kernel is the topk_transform contract as a difftest.Kernel: NewCase
 // draws one of Families, Validate and Reference are the package functions
-// of the same names, Check is the tie-aware rule of DESIGN.md §3 and
-// Mutants the top-k part of the §8 catalog. The zero value is ready to use.
+// of the same names, Check is the tie-aware rule of docs/contracts/topk_transform.md and
+// Mutants the top-k part of the catalog of docs/mutants.md. The zero value is ready to use.
 type Kernel struct{}
 
 // Name returns "topk_transform".

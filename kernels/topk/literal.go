@@ -1,5 +1,5 @@
 // The literal family of topk_transform: a suite entry that carries its
-// inputs (DESIGN.md §10: a shrunk case "and a suite entry"), and the
+// inputs (docs/failures.md: a shrunk case "and a suite entry"), and the
 // writer of such entries (difftest.SuiteEntryWriter).
 
 package topk

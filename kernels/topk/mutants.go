@@ -1,4 +1,4 @@
-// The top-k part of the mutant catalog (DESIGN.md §8): ten Go
+// The top-k part of the mutant catalog (docs/mutants.md): ten Go
 // implementations of topk_transform, each exact except for one fault
 // modelled on how a real radix-select kernel goes wrong.
 
@@ -53,7 +53,7 @@ const (
 	fltMaxNegKey = 0x00800000 // numeric.Key32(0xFF7FFFFF), the key of −FLT_MAX
 )
 
-// Mutants returns the ten top-k mutants of DESIGN.md §8, in catalog order.
+// Mutants returns the ten top-k mutants of docs/mutants.md, in catalog order.
 // Each validates its case like the reference and returns its errors; its
 // outputs are those of Reference except where its fault bites.
 func Mutants() []difftest.Mutant {

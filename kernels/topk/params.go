@@ -1,4 +1,4 @@
-// Parameters and tensor layout of the topk_transform contract (DESIGN.md §3).
+// Parameters and tensor layout of the topk_transform contract (docs/contracts/topk_transform.md).
 
 package topk
 

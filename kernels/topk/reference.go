@@ -1,4 +1,4 @@
-// The Go reference of topk_transform (DESIGN.md §3): exact top-K selection
+// The Go reference of topk_transform (docs/contracts/topk_transform.md): exact top-K selection
 // in key32 order by MSB-first radix select (four 8-bit digit passes, as in
 // the one-block-per-row radix-select kernels it checks), then the page
 // transform.

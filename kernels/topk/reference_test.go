@@ -63,7 +63,7 @@ func TestReferenceHandWorked(t *testing.T) {
 	}
 }
 
-// TestPublicBugShapes runs each public-bug input shape of DESIGN.md §3 on
+// TestPublicBugShapes runs each public-bug input shape of docs/contracts/topk_transform.md on
 // the reference at K = 2048 and states the expected selection.
 func TestPublicBugShapes(t *testing.T) {
 	const K = 2048

@@ -1,5 +1,5 @@
 // Row access shared by the reference, the checker and the mutants: key32
-// conversion of a score row, the page-table slot map of DESIGN.md §3, and a
+// conversion of a score row, the page-table slot map of docs/contracts/topk_transform.md, and a
 // row-parallel driver.
 
 package topk

@@ -1,4 +1,4 @@
-// Row lengths as serving engines batch them (DESIGN.md §3 "batches as
+// Row lengths as serving engines batch them (docs/contracts/topk_transform.md "batches as
 // serving engines build them"): the suite param runs, a list of runs of
 // consecutive rows, instead of a lengths list that the rows cycle
 // through.

@@ -68,7 +68,7 @@ func TestRunsLengths(t *testing.T) {
 	}
 }
 
-// Rows of one length never share their contents (DESIGN.md §3: "rows of
+// Rows of one length never share their contents (docs/contracts/topk_transform.md: "rows of
 // equal length always with different contents"): each row draws from its
 // own stream, in every drawn family (not literal), decode runs and
 // prefill runs alike; and

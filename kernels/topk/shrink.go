@@ -1,5 +1,4 @@
-// Reductions of a topk_transform case for `difftest shrink` (DESIGN.md
-// §10, difftest.Reducer): fewer rows, the smallest K with a CUDA entry
+// Reductions of a topk_transform case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer rows, the smallest K with a CUDA entry
 // point, shorter rows (towards the smallest L > K, and below K where the
 // failure allows), simpler scores (small integers in the same order,
 // zeros, one distinct value, fewer distinct values), a shorter past-length

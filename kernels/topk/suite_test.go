@@ -188,7 +188,7 @@ func TestMutantsOneFault(t *testing.T) {
 }
 
 // servingShapes reports what a case's seq_lens hold, as serving engines
-// batch rows (DESIGN.md §3): the longest stretch of neighbouring rows of
+// batch rows (docs/contracts/topk_transform.md): the longest stretch of neighbouring rows of
 // one length (a decode batch), and the longest stretch of neighbouring
 // rows of consecutive lengths L0+1, L0+2, … that all exceed K (a prefill
 // chunk with L0 ≥ K).

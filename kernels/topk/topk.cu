@@ -1,6 +1,6 @@
 /* Radix top-K select with page-table transform (topk_transform).
  *
- * Contract: DESIGN.md §3. Launch geometry, preconditions, sync rules and
+ * Contract: docs/contracts/topk_transform.md. Launch geometry, preconditions, sync rules and
  * the output order: topk.h. The method is the most-significant-digit radix
  * select of Alabi et al., "Fast k-selection algorithms for graphics
  * processing units" (ACM JEA 17, 2012), run on the order-preserving key32
@@ -41,7 +41,7 @@ struct Shared {
     uint32_t sel_count;  /* keys in the threshold bin */
 };
 
-/* key32: the order-preserving map from f32 bits to u32 (DESIGN.md §3). */
+/* key32: the order-preserving map from f32 bits to u32 (docs/contracts/topk_transform.md). */
 __device__ __forceinline__ uint32_t key32(uint32_t bits)
 {
     const uint32_t flip = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31) | 0x80000000u;

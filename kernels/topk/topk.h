@@ -1,5 +1,5 @@
 /* topk_transform: per-row top-K selection with page-table transform.
- * Contract: DESIGN.md §3. Shared by topk.cu and by cgo (bridge/), so it
+ * Contract: docs/contracts/topk_transform.md. Shared by topk.cu and by cgo (bridge/), so it
  * holds only C99 types and macros. */
 #ifndef KD_TOPK_H
 #define KD_TOPK_H
@@ -22,7 +22,7 @@ extern "C" {
  * figures per target), so one 1024-thread block always fits an SM.
  *
  * Algorithm (topk.cu): radix select on key32(x) = bits(x) ^ (sign ?
- * 0xFFFFFFFF : 0x80000000), compared as unsigned (DESIGN.md §3), in three
+ * 0xFFFFFFFF : 0x80000000), compared as unsigned (docs/contracts/topk_transform.md), in three
  * digits of 11, 11 and 10 bits, most significant first. Each digit pass
  * builds a shared-memory histogram of the keys that match the prefix chosen
  * so far and picks the bin holding the k-th largest; after the last digit

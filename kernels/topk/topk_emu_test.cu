@@ -1,5 +1,5 @@
 /* topk_emu_test: runs kd_topk_transform_<K> (topk.cu) on the CPU through
- * kernels/emu/host_emu.h and checks every row against DESIGN.md §3.
+ * kernels/emu/host_emu.h and checks every row against docs/contracts/topk_transform.md.
  *
  * Built and run by scripts/test-kernels-emu (g++ -x c++ -std=c++20
  * -ffp-contract=off). Exit 0 when every case passes, 1 otherwise;
@@ -55,7 +55,7 @@ float float_of(uint32_t u)
     std::memcpy(&f, &u, 4);
     return f;
 }
-/* key32 written out from DESIGN.md §3, independently of topk.cu. */
+/* key32 written out from docs/contracts/topk_transform.md, independently of topk.cu. */
 uint32_t ref_key(float f)
 {
     const uint32_t b = bits_of(f);
@@ -80,7 +80,7 @@ int64_t slot(const std::vector<int32_t> &pages, int64_t i, int lg)
     return static_cast<int64_t>(pages[i >> lg]) * (int64_t{1} << lg) + (i & ((int64_t{1} << lg) - 1));
 }
 
-/* check_valid applies the contract's validity rule (DESIGN.md §3). */
+/* check_valid applies the contract's validity rule (docs/contracts/topk_transform.md). */
 std::string check_valid(const Row &r, int k, int lg, const int32_t *page, const int32_t *raw)
 {
     const int64_t L = static_cast<int64_t>(r.x.size());

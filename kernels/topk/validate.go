@@ -1,4 +1,4 @@
-// Input validation of the topk_transform contract (DESIGN.md §3,
+// Input validation of the topk_transform contract (docs/contracts/topk_transform.md,
 // "Parameters" and the slot rule).
 
 package topk
@@ -11,7 +11,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// Validate checks every precondition of DESIGN.md §3 before any
+// Validate checks every precondition of docs/contracts/topk_transform.md before any
 // implementation runs, and returns the first broken rule as a
 // *difftest.InputError naming the tensor (or parameter), the index and the
 // rule. The rules, in the order they are checked:
@@ -34,7 +34,7 @@ import (
 //     in 64-bit, fits in int32.
 //   - when raw_indices is not returned: page_table[b][0 : ceil(L/P)] holds
 //     no repeated id, because the checker recovers positions by inverting
-//     it (DESIGN.md §3, rule 2).
+//     it (docs/contracts/topk_transform.md, rule 2).
 //
 // Entries of page_table past ceil(L/P) are never read by the contract and
 // are not checked.

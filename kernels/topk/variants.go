@@ -1,4 +1,4 @@
-// Semantic variants of topk_transform for the diagnosis of DESIGN.md §10:
+// Semantic variants of topk_transform for the diagnosis of docs/failures.md:
 // implementations that are not the contract's key32 order but are what
 // real implementations do, above all the PyTorch fallback of SGLang's
 // DeepSeek V4 indexer (topk_transform_512_pytorch_vectorized in

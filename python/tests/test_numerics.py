@@ -1,4 +1,4 @@
-"""bf16, e4m3fn and key32 against hand-worked values (DESIGN.md §4, OCP OFP8 1.0)."""
+"""bf16, e4m3fn and key32 against hand-worked values (docs/contracts/norm_rope_store.md, OCP OFP8 1.0)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-// Command execimpl speaks the exec protocol of DESIGN.md §7 for the tests
+// Command execimpl speaks the exec protocol of docs/interfaces.md for the tests
 // of difftest's exec implementation:
 //
 //	execimpl [-mode MODE] [-pidfile FILE] IN OUT

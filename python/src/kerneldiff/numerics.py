@@ -10,7 +10,7 @@ ml_dtypes, so the formats are handled as their bit patterns:
   NaN, largest finite ±448 (0x7E/0xFE), smallest subnormal 2^-9; held in
   ``np.uint8``. Conversion is the saturating mode CUDA's
   ``__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)`` implements.
-- key32: the total order of radix-select top-k kernels (DESIGN.md §3).
+- key32: the total order of radix-select top-k kernels (docs/contracts/topk_transform.md).
 
 Every encoder rounds once, to nearest with ties to even, from the exact
 binary32 value. These are the rules of ``difftest/numeric`` on the Go side.
@@ -109,7 +109,7 @@ def e4m3fn_from_f32(x: np.ndarray) -> np.ndarray:
         tie and goes to the even zero). |x| > 448, ±inf included, saturates
         to ±448 (0x7E, 0xFE): values in (448, 464) round to 448 anyway, and
         larger ones would be NaN without saturation. Every NaN, whatever its
-        sign, becomes 0x7F (DESIGN.md §4; ml_dtypes keeps the sign, 0xFF).
+        sign, becomes 0x7F (docs/contracts/norm_rope_store.md; ml_dtypes keeps the sign, 0xFF).
     """
     a = _as_f32(x, "e4m3fn_from_f32")
     bits = a.view(np.uint32).astype(np.int64)
@@ -175,7 +175,7 @@ def key32(x: np.ndarray) -> np.ndarray:
     np.ndarray of uint32, shape of `x`
         ``bits(x) ^ (0xFFFFFFFF if sign else 0x80000000)``. Comparing keys as
         unsigned integers orders -NaN < -inf < ... < -0 < +0 < ... < +inf <
-        +NaN; equal keys are equal bit patterns (DESIGN.md §3). PyTorch's
+        +NaN; equal keys are equal bit patterns (docs/contracts/topk_transform.md). PyTorch's
         ``torch.topk`` differs: there NaN is largest whatever its sign.
     """
     a = _as_f32(x, "key32")

@@ -29,7 +29,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fatbin := fs.String("fatbin", "", "compiled kernels, a fatbin `FILE` (cuda, emu); default build/kernels.fatbin")
 	baseline := fs.String("baseline", "", "time against a baseline: a fatbin `FILE` (cuda, emu: both builds in one worker, interleaved, same inputs), or an implementation (serve:CMD, exec:CMD, reference, mutant:NAME)")
 	device := fs.Int("device", 0, "CUDA device ordinal (cuda, emu)")
-	suiteName := fs.String("suite", "bench", "suite `NAME|FILE`: bench (the shapes of DESIGN.md §13), any embedded suite, or a TOML file")
+	suiteName := fs.String("suite", "bench", "suite `NAME|FILE`: bench (the shapes of docs/nightly.md), any embedded suite, or a TOML file")
 	runRe := fs.String("run", "", "time only cases whose id matches `REGEXP`")
 	seed := fs.Uint64("seed", 1, "suite seed: inputs are drawn from (seed, case id)")
 	warmup := fs.Int("warmup", 5, "untimed runs before the timed ones, per build")

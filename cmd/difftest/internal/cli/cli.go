@@ -29,7 +29,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // MainAs runs the difftest command line args (without the program name)
 // for the program prog, the name it was invoked by (os.Args[0] as given):
 // replay lines name it (see ProgForReplay), so that they run where they
-// are printed. It returns the exit code: 0, 1, 2 or 125 (DESIGN.md §7),
+// are printed. It returns the exit code: 0, 1, 2 or 125 (docs/interfaces.md),
 // never anything else, with one exception: when ctx was cancelled with a
 // *difftest.Interrupted cause (a person stopped the run with SIGINT,
 // SIGTERM or SIGHUP; see NotifyInterrupt), the command reports and

@@ -43,7 +43,7 @@ func init() {
 	difftest.RegisterImpl("test-blocks", func(difftest.ImplOptions) (difftest.Impl, error) { return blocking.Load(), nil })
 }
 
-// A run stopped by a person (DESIGN.md §7 as amended; issue 9 item 5)
+// A run stopped by a person (docs/interfaces.md as amended; issue 9 item 5)
 // reports what finished: the table with its summary, the JSON Lines
 // summary line, a JUnit file that parses; and exits 128 + the signal,
 // not 125 ("skip" to git bisect run) with "context canceled".
