@@ -14,7 +14,7 @@ EMU_DRIVER ?= $(BUILD)/emu-driver/libcuda.so.1
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle clean
+.PHONY: all kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle docs clean
 
 all: $(BUILD)/difftest kernels
 
@@ -104,6 +104,11 @@ endif
 
 selftest: $(BUILD)/difftest
 	$(BUILD)/difftest selftest
+
+# docs/flags.md from the subcommands' flag sets (TestFlagsDoc fails when it
+# is stale).
+docs:
+	cd cmd/difftest && $(GO) generate
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
