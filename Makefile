@@ -105,8 +105,9 @@ endif
 selftest: $(BUILD)/difftest
 	$(BUILD)/difftest selftest
 
-# docs/flags.md from the subcommands' flag sets (TestFlagsDoc fails when it
-# is stale).
+# docs/flags.md from the subcommands' flag sets and the catalog table of
+# docs/mutants.md from `difftest list mutants` (TestFlagsDoc and
+# TestMutantsDoc in cmd/difftest fail when they are stale).
 docs:
 	cd cmd/difftest && $(GO) generate
 

@@ -1,9 +1,10 @@
 // docs/flags.md is generated from the subcommands themselves: the command
 // list that `difftest help` prints and the flag set each one prints with
-// --help. The test asks the program, not a table of its packages, so it
-// holds however the subcommands are laid out.
+// --help; the catalog table of docs/mutants.md from `difftest list
+// mutants`. The tests ask the program, not a table of its packages, so
+// they hold however the subcommands are laid out.
 
-//go:generate go test -run ^TestFlagsDoc$ -update-docs .
+//go:generate go test -run ^(TestFlagsDoc|TestMutantsDoc)$ -update-docs .
 
 package main
 
@@ -18,9 +19,14 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite ../../docs/flags.md from the subcommands' flag sets")
+var updateDocs = flag.Bool("update-docs", false, "rewrite ../../docs/flags.md from the subcommands' flag sets and the catalog table of ../../docs/mutants.md from `difftest list mutants`")
 
-const flagsDocPath = "../../docs/flags.md"
+const (
+	flagsDocPath   = "../../docs/flags.md"
+	mutantsDocPath = "../../docs/mutants.md"
+	mutantsBegin   = "<!-- mutants:begin -->\n"
+	mutantsEnd     = "<!-- mutants:end -->\n"
+)
 
 // TestFlagsDocMain is not a test: flagsDocRun starts this test binary with
 // KD_FLAGSDOC_ARGS set, and then it is difftest's main with those args.
@@ -121,19 +127,81 @@ func TestFlagsDoc(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (make docs writes it)", err)
 	}
-	if string(got) != want {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(want, "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("docs/flags.md is stale (run make docs): line %d is\n\t%q\nthe subcommands give\n\t%q", i+1, g, w)
-			}
+	docDiff(t, "docs/flags.md", string(got), want)
+}
+
+// docDiff fails naming the first line where got, a generated part of a
+// doc, differs from want.
+func docDiff(t *testing.T, name, got, want string) {
+	t.Helper()
+	if got == want {
+		return
+	}
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(gl) || i < len(wl); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Fatalf("%s is stale (run make docs): line %d is\n\t%q\nthe program gives\n\t%q", name, i+1, g, w)
 		}
 	}
+}
+
+// mutantsTable renders `difftest list mutants` as the Markdown table of
+// docs/mutants.md: kernel, mutant, fault, in the command's order.
+func mutantsTable(t *testing.T) string {
+	out := flagsDocRun(t, 2, "list", "mutants")
+	split := regexp.MustCompile(`\s{2,}`)
+	var b strings.Builder
+	b.WriteString("| kernel | mutant | fault |\n|---|---|---|\n")
+	n := 0
+	for i, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		f := split.Split(strings.TrimSpace(line), 3)
+		if i == 0 {
+			if strings.Join(f, " ") != "KERNEL MUTANT FAULT" {
+				t.Fatalf("difftest list mutants: header %q, want KERNEL  MUTANT  FAULT", line)
+			}
+			continue
+		}
+		if len(f) != 3 {
+			t.Fatalf("difftest list mutants: line %q has %d columns, want 3", line, len(f))
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", f[0], f[1], strings.ReplaceAll(f[2], "|", "\\|"))
+		n++
+	}
+	if n == 0 {
+		t.Fatal("difftest list mutants lists none")
+	}
+	return b.String()
+}
+
+// The catalog table of docs/mutants.md is `difftest list mutants`: rerun
+// with -update-docs (make docs) after adding or rewording a mutant.
+func TestMutantsDoc(t *testing.T) {
+	if _, ok := os.LookupEnv("KD_FLAGSDOC_ARGS"); ok {
+		t.Skip("helper process")
+	}
+	data, err := os.ReadFile(mutantsDocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i, j := strings.Index(doc, mutantsBegin), strings.Index(doc, mutantsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("docs/mutants.md has no %q … %q block", strings.TrimSpace(mutantsBegin), strings.TrimSpace(mutantsEnd))
+	}
+	want := mutantsTable(t)
+	if *updateDocs {
+		doc = doc[:i+len(mutantsBegin)] + want + doc[j:]
+		if err := os.WriteFile(mutantsDocPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	docDiff(t, "docs/mutants.md", doc[i+len(mutantsBegin):j], want)
 }
