@@ -45,7 +45,7 @@ emu:
 emu-driver: kernels
 	FATBIN=$(FATBIN) scripts/test-emu-driver $(BUILD)/emu
 
-# README's git bisect recipe end to end in a throwaway repository: a copy
+# The git bisect recipe of docs/gpu.md, end to end in a throwaway repository: a copy
 # of scripts/bisect-step with --impl emu must name a planted bad commit.
 bisect-test:
 	scripts/test-bisect

@@ -88,7 +88,7 @@ func TestFaultListCoversCatalog(t *testing.T) {
 		}
 	}
 	if len(built) != 31 {
-		t.Errorf("%d catalog mutants have fault builds, want the 22 of docs/mutants.md and the 9 of §11", len(built))
+		t.Errorf("%d catalog mutants have fault builds, want the 22 of docs/mutants.md and the 9 of docs/contracts/indexer_logits.md", len(built))
 	}
 }
 

@@ -1,5 +1,5 @@
 // The serve implementation: a long-lived program speaking the serve
-// protocol (docs/python.md, README "Writing a serve:CMD implementation"),
+// protocol (docs/python.md, "The serve protocol, version 1"),
 // started once and sent one request per run of a case, with every tensor
 // in a shared memory file mapped by both sides.
 //

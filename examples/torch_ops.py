@@ -8,7 +8,7 @@ the device you pick (needs torch; nothing here is imported without it).
 
 On a GPU the package copies the inputs and each output's whole guarded
 buffer to the device, hands these functions the middle, and copies
-everything back after a synchronize (README, serve protocol); kernel time
+everything back after a synchronize (docs/python.md, serve protocol); kernel time
 comes from CUDA events. These are plain torch ops written to the contracts
 (docs/contracts/topk_transform.md and docs/contracts/norm_rope_store.md), the way a PyTorch fallback would be written if it were
 exact:

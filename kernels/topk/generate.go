@@ -1,4 +1,4 @@
-// Case generation for topk_transform (docs/contracts/topk_transform.md "Input families", §5):
+// Case generation for topk_transform (docs/contracts/topk_transform.md "Input families"; docs/running.md "Generating inputs"):
 // suite parameters, seq_lens, the page tables, and the row-parallel
 // drawing of scores from per-row Philox streams.
 

@@ -1,7 +1,7 @@
 """A pure-Python stand-in for the Go harness side of serve protocol 1.
 
 It starts ``python -m kerneldiff serve TARGET`` with fd 3 (requests), fd 4
-(replies) and fd 5 (a memfd) as README describes, writes tensors into the
+(replies) and fd 5 (a memfd) as docs/python.md describes, writes tensors into the
 shared memory, sends requests and reads replies with time-outs.
 """
 

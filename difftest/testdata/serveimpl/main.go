@@ -1,5 +1,5 @@
-// Command serveimpl speaks the serve protocol (README "Writing a serve:CMD
-// implementation") for the tests of difftest's serve implementation:
+// Command serveimpl speaks the serve protocol (docs/python.md, "The serve
+// protocol, version 1") for the tests of difftest's serve implementation:
 //
 //	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE]
 //

@@ -115,7 +115,7 @@ def capture(
     kernel : str
         Contract name, e.g. ``"topk_transform"``.
     params : mapping
-        The case's params (README table: ``K``, ``P``, ``return_raw`` for
+        The case's params (docs/interfaces.md table: ``K``, ``P``, ``return_raw`` for
         top-k; ``norm``, ``rope_offset``, ``rope_style``, ``hadamard``,
         ``store``, ``scale_fmt``, ``page_size``, ``num_pages``, ``eps``,
         ``model`` for the store). Values must be JSON-able (NumPy and

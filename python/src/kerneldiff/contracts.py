@@ -7,7 +7,7 @@ outputs itself) and ``capture``/``record`` (which check a capture before
 ``difftest replay`` would reject it) use it. A kernel not listed here can
 still be served; for exec mode give ``implements(..., outputs=...)``.
 
-The tables follow README "Writing an exec:CMD implementation" and the Go
+The tables follow docs/interfaces.md ("The exec protocol") and the Go
 contracts (kernels/topk/params.go, kernels/normrope/params.go): the Go side
 rejects unknown params keys, so captures are checked the same way.
 """

@@ -4,7 +4,7 @@ Reads ``IN`` (every input under its contract name, in/out tensors such as
 ``cache`` with their prior content, ``__metadata__`` kernel, case, params as
 a JSON string), calls the same registered function the serve loop calls,
 and writes ``OUT`` with every output under its contract name with the exact
-dtype and shape (README "Writing an exec:CMD implementation").
+dtype and shape (docs/interfaces.md, "The exec protocol").
 
 Outputs that are not in/out start filled with the poison byte 0xA5 (the
 harness's poison A) inside 4 KiB guard bands of the same byte; after the

@@ -1,5 +1,5 @@
-"""The serve protocol, version 1 (README "Writing a serve:CMD
-implementation"): framing and the checks on each request.
+"""The serve protocol, version 1 (docs/python.md, "The serve protocol,
+version 1"): framing and the checks on each request.
 
 A message is a 4-byte little-endian unsigned length N, 1 <= N <= 1 MiB,
 then N bytes of one UTF-8 JSON object. Nothing the other side sends is

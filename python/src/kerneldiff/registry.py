@@ -22,7 +22,7 @@ It is called with keyword arguments only:
   bytes the contract writes. An optional output (``raw_indices`` when
   ``return_raw`` is false) is not passed at all: give it a default;
 - every params key as a keyword (``K``, ``P``, ``return_raw``, ...; see
-  README's table): take the ones you need and ``**params`` for the rest,
+  docs/interfaces.md's table): take the ones you need and ``**params`` for the rest,
   or leave ``**params`` out and only the keywords the function names are
   passed.
 

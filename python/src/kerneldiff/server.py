@@ -1,8 +1,8 @@
 """The program side of ``difftest run --impl serve:CMD`` (protocol 1).
 
 :func:`serve` answers the harness on the descriptors it opened: requests on
-fd 3, replies on fd 4, tensors in the memfd on fd 5 (README "Writing a
-serve:CMD implementation"). Per request it maps fd 5 (again when
+fd 3, replies on fd 4, tensors in the memfd on fd 5 (docs/python.md,
+"The serve protocol, version 1"). Per request it maps fd 5 (again when
 ``shm_size`` changes), makes a view of every tensor at its offset, calls the
 registered function (see :mod:`kerneldiff.registry` for the calling
 convention and :mod:`kerneldiff.device` for NumPy/torch/GPU handling) and
@@ -40,7 +40,7 @@ __all__ = ["serve", "ServeError", "version_string", "error_message"]
 REQ_FD, REP_FD, SHM_FD = 3, 4, 5
 #: Longest text of an error reply, characters.
 MAX_ERROR = 4000
-#: Longest device and version strings of the hello (README: <= 256 bytes).
+#: Longest device and version strings of the hello (docs/python.md: <= 256 bytes).
 MAX_FREE_TEXT = 256
 
 
@@ -138,7 +138,7 @@ def _check_fds() -> None:
         except OSError:
             raise ServeError(
                 f"serve: fd {fd} ({what}) is not open. This program is started by "
-                "`difftest run --impl 'serve:CMD'`, which opens fds 3-5 (README, serve protocol 1); "
+                "`difftest run --impl 'serve:CMD'`, which opens fds 3-5 (docs/python.md, serve protocol 1); "
                 "to run one case by hand use `python -m kerneldiff exec FILE in.safetensors out.safetensors`"
             ) from None
         os.set_inheritable(fd, False)  # children the function starts must not hold the pipes

@@ -4,7 +4,7 @@
 this module goes through safetensors' dtype-agnostic ``serialize_file`` and
 ``deserialize`` and hands BF16 tensors out as ``np.uint16`` bit patterns.
 Files are the format of exec's ``in.safetensors``/``out.safetensors`` and of
-kerneldiff capture files (README "Writing an exec:CMD implementation").
+kerneldiff capture files (docs/interfaces.md, "The exec protocol").
 """
 
 from __future__ import annotations
