@@ -356,6 +356,11 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "study needle: --margin: %v\n", err)
 		return difftest.ExitUsage
 	}
+	if err := checkStudyFlags(studyFlags{K: *k, H: *heads, P: *page, Device: *device, Timeout: *timeout, Seed: *seed,
+		Lengths: ls, Margins: ms, JSON: *jsonOut, SVG: *svgOut, Fatbin: *fatbin}); err != nil {
+		fmt.Fprintf(stderr, "study needle: %v\n", err)
+		return difftest.ExitUsage
+	}
 	im, err := difftest.NewImpl(*impl, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout})
 	if err != nil {
 		var re *difftest.RunError
