@@ -361,7 +361,7 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "study needle: %v\n", err)
 		return difftest.ExitUsage
 	}
-	im, err := difftest.NewImpl(*impl, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout})
+	im, err := difftest.NewImpl(*impl, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {

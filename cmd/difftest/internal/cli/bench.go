@@ -89,7 +89,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fileBaseline && !deviceImpl(*impl) {
 		return usageErr(stderr, "--baseline %s: a fatbin baseline needs --impl cuda or emu; for %s give an implementation (serve:CMD, exec:CMD)", *baseline, *impl)
 	}
-	opts := difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout}
+	opts := difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx}
 	if fileBaseline {
 		opts.Baseline = *baseline
 	}
@@ -107,7 +107,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return usageErr(stderr, "--impl %s does not take a fatbin --baseline", *impl)
 		}
 	} else if *baseline != "" {
-		b, code := openNamedImpl(*baseline, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout}, stderr)
+		b, code := openNamedImpl(*baseline, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx}, stderr)
 		if b == nil {
 			return code
 		}
@@ -203,7 +203,7 @@ func deviceImpl(name string) bool { return name == "cuda" || name == "emu" }
 func openNamedImpl(name string, opts difftest.ImplOptions, stderr io.Writer) (difftest.Impl, int) {
 	f := implFlags{impl: name, fatbin: opts.Fatbin, device: opts.Device, timeout: opts.Timeout}
 	if opts.Baseline == "" {
-		return f.openImpl(stderr)
+		return f.openImpl(opts.Context, stderr)
 	}
 	impl, err := difftest.NewImpl(name, opts)
 	if err != nil {

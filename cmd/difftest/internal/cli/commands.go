@@ -115,7 +115,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if w := difftest.GeneratorWarning(c); w != "" {
 		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
 	}
-	impl, code := f.openImpl(stderr)
+	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
 	}

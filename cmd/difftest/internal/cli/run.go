@@ -86,7 +86,7 @@ func checkTimeout(d time.Duration) error {
 
 // openImpl resolves --impl. A usage problem exits 2, an implementation
 // that cannot run here exits 125, both with one line.
-func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
+func (f *implFlags) openImpl(ctx context.Context, stderr io.Writer) (difftest.Impl, int) {
 	if f.impl == "" {
 		return nil, usageErr(stderr, "no --impl given and this build has no cuda implementation; use --impl reference, mutant:NAME or exec:CMD")
 	}
@@ -97,7 +97,7 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 			}
 		}
 	}
-	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout})
+	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout, Context: ctx})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
@@ -226,7 +226,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := f.checkReportPaths(); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	impl, code := f.openImpl(stderr)
+	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
 	}
