@@ -54,7 +54,8 @@ func SamePath(a, b string) bool {
 // of the run's inputs, given as pairs (flag, path): the same file, or,
 // for an input that is a folder of capture files, a .safetensors file in
 // it. Writing a report over its own suite, capture or fatbin destroys the
-// input; it is refused before anything runs. Empty paths are skipped.
+// input; it is refused before anything runs. Empty paths, and inputs that
+// do not exist (an embedded suite's name), are skipped.
 func CheckNotInput(outFlag, out string, inFlagsAndPaths ...string) error {
 	if out == "" {
 		return nil
@@ -62,6 +63,9 @@ func CheckNotInput(outFlag, out string, inFlagsAndPaths ...string) error {
 	for k := 0; k+1 < len(inFlagsAndPaths); k += 2 {
 		inFlag, in := inFlagsAndPaths[k], inFlagsAndPaths[k+1]
 		if in == "" {
+			continue
+		}
+		if _, err := os.Stat(in); err != nil {
 			continue
 		}
 		if SamePath(out, in) {

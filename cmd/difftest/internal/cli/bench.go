@@ -48,8 +48,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := checkTimeout(*timeout); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if *runs < 2 || *warmup < 0 {
-		return usageErr(stderr, "--runs %d --warmup %d: want runs ≥ 2 and warmup ≥ 0", *runs, *warmup)
+	if *runs < 2 || *warmup < 0 || *runs > maxBenchRuns || *warmup > maxBenchRuns {
+		return usageErr(stderr, "--runs %d --warmup %d: want runs in [2, %d] and warmup in [0, %d]", *runs, *warmup, maxBenchRuns, maxBenchRuns)
+	}
+	if *device < 0 {
+		return usageErr(stderr, "--device %d: must be ≥ 0", *device)
 	}
 	coldMode, err := difftest.ParseColdCache(*cold)
 	if err != nil {
@@ -68,6 +71,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "no --impl given and this build has no cuda implementation")
 	}
 	if err := checkOutputFiles("--json", *jsonOut); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if err := difftest.CheckNotInput("--json", *jsonOut, "--suite", *suiteName, "--fatbin", *fatbin, "--baseline", *baseline); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	sel := difftest.Selection{Seed: *seed, Repeat: 1}

@@ -104,7 +104,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkTimeout(f.timeout); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if err := f.checkReportPaths(); err != nil {
+	if err := f.checkReportPaths("capture", pos[0]); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	file := pos[0]
@@ -285,10 +285,24 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		err = os.Chmod(tmp.Name(), 0o644)
 	}
 	if err == nil {
+		err = refuseSpecial(path)
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// refuseSpecial is writeFileAtomic's last check before the rename: a FIFO,
+// device node, socket or folder that appeared at path since the flags
+// were checked is never replaced.
+func refuseSpecial(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: is %s, not a file: not replaced", path, difftest.FileKind(st.Mode()))
 }

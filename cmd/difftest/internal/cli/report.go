@@ -36,6 +36,11 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkOutputFiles("-o", *out); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	for _, in := range pos {
+		if err := difftest.CheckNotInput("-o", *out, "an input", in); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	}
 	r := &difftest.HTMLReport{Title: *title, Generated: time.Now(), Diagnoses: map[[2]int]string{}}
 	for _, path := range pos {
 		data, err := readBounded(path, maxReportInput)

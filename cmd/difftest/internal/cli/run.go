@@ -52,19 +52,39 @@ func (f *implFlags) replayOptions(ctx context.Context, suite string) difftest.Re
 }
 
 // checkReportPaths rejects --json and --junit naming one file (the JUnit
-// report would replace the JSON Lines one when the run ends), and a
-// --junit that cannot be written: a folder, or a folder that does not
-// exist or takes no new file. The JUnit file itself is not touched before
-// the run ends, so a run that is killed leaves the previous one.
-func (f *implFlags) checkReportPaths() error {
+// report would replace the JSON Lines one when the run ends), either
+// naming one of the run's inputs (given as pairs flag, path: the suite
+// file or folder, the capture, the fatbin), a --json that is neither a
+// regular file nor a FIFO (a folder, a device, a socket), and a --junit
+// that cannot be written: anything but a regular file (a FIFO or device
+// node is never replaced), or a folder that does not exist or takes no
+// new file. The JUnit file itself is not touched before the run ends, so
+// a run that is killed leaves the previous one.
+func (f *implFlags) checkReportPaths(inFlagsAndPaths ...string) error {
 	if f.json != "" && f.junit != "" && samePath(f.json, f.junit) {
 		return fmt.Errorf("--json %s and --junit %s name the same file: give each report its own", f.json, f.junit)
+	}
+	if f.fatbin != "" {
+		inFlagsAndPaths = append(inFlagsAndPaths, "--fatbin", f.fatbin)
+	}
+	for _, o := range [][2]string{{"--json", f.json}, {"--junit", f.junit}} {
+		if err := difftest.CheckNotInput(o[0], o[1], inFlagsAndPaths...); err != nil {
+			return err
+		}
+	}
+	if st, err := os.Stat(f.json); f.json == "" || err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		if err := difftest.CheckOutputPath("--json", f.json); err != nil {
+			return err
+		}
 	}
 	if f.junit == "" {
 		return nil
 	}
 	if st, err := os.Stat(f.junit); err == nil && st.IsDir() {
 		return fmt.Errorf("--junit %s: is a folder, want a file", f.junit)
+	}
+	if err := difftest.CheckOutputPath("--junit", f.junit); err != nil {
+		return err
 	}
 	probe, err := os.CreateTemp(filepath.Dir(f.junit), "."+filepath.Base(f.junit)+".*.tmp")
 	if err != nil {
@@ -223,7 +243,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if items.Len() == 0 {
 		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
 	}
-	if err := f.checkReportPaths(); err != nil {
+	if err := f.checkReportPaths("--suite", *suiteName); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	impl, code := f.openImpl(ctx, stderr)
@@ -267,11 +287,15 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	h.Cases, h.Selected = e.cases, e.selected
 	var jw *difftest.JSONLWriter
 	if f.json != "" {
-		jf, err := os.Create(f.json)
+		jf, err := difftest.CreateStream("--json", f.json)
 		if err != nil {
-			return usageErr(stderr, "--json: %v", err)
+			return usageErr(stderr, "%v", err)
 		}
 		defer jf.Close()
+		// A FIFO whose reader stopped reading cannot hold the run: once a
+		// person stops it, a blocked write gives up within
+		// jsonStallGrace (the summary still reaches a reader that reads).
+		defer context.AfterFunc(ctx, func() { _ = jf.SetWriteDeadline(time.Now().Add(jsonStallGrace)) })()
 		jw = difftest.NewJSONLWriter(jf)
 		if err := jw.Header(h); err != nil {
 			return fail(stderr, err, difftest.Summary{})
