@@ -49,7 +49,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "%v", err)
 	}
 	if *runs < 2 || *warmup < 0 || *runs > maxBenchRuns || *warmup > maxBenchRuns {
-		return usageErr(stderr, "--runs %d --warmup %d: want runs in [2, %d] and warmup in [0, %d]", *runs, *warmup, maxBenchRuns, maxBenchRuns)
+		return usageErr(stderr, "--runs %d --warmup %d: want runs ≥ 2 and warmup ≥ 0, each at most %d", *runs, *warmup, maxBenchRuns)
 	}
 	if *device < 0 {
 		return usageErr(stderr, "--device %d: must be ≥ 0", *device)

@@ -187,6 +187,7 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("merge", stderr)
 	outPath := fs.String("o", "", "write the merged JSON Lines report to `OUT.jsonl` (required; not one of the inputs; an existing file is replaced)")
 	junit := fs.String("junit", "", "also write the merged report as JUnit XML to `FILE`")
+	suiteName := fs.String("suite", "", "check the case ids against suite `NAME|FILE|DIR` (default: the one each shard's header names, from the working folder)")
 	ins, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -220,6 +221,9 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "merge: %v", err)
 		}
 		reps = append(reps, rep)
+	}
+	if err := checkShardIDs(ins, reps, *suiteName); err != nil {
+		return usageErr(stderr, "%v", err)
 	}
 	m, err := difftest.MergeNamed(ins, reps)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,8 +70,8 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", "/dev/null"}, "--json /dev/null: is a character device, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", fifo}, "--json " + fifo + ": a FIFO with no reader"},
 		{[]string{"bench", "--impl", "reference", "--suite", suite, "--json", suite}, "is the input file of --suite"},
-		{[]string{"bench", "--impl", "reference", "--suite", suite, "--runs", "9223372036854775807"}, "--runs 9223372036854775807 --warmup 5: want runs in [2, 1000000]"},
-		{[]string{"bench", "--impl", "reference", "--suite", suite, "--warmup", "9223372036854775807"}, "want runs in [2, 1000000] and warmup in [0, 1000000]"},
+		{[]string{"bench", "--impl", "reference", "--suite", suite, "--runs", "9223372036854775807"}, "--runs 9223372036854775807 --warmup 5: want runs ≥ 2 and warmup ≥ 0, each at most 1000000"},
+		{[]string{"bench", "--impl", "reference", "--suite", suite, "--warmup", "9223372036854775807"}, "--warmup 9223372036854775807: want runs ≥ 2 and warmup ≥ 0, each at most 1000000"},
 		{[]string{"report", suite, "-o", suite}, "-o " + suite + ": is the input file of an input"},
 	} {
 		code, stdout, stderr := run(t, tt.args...)
@@ -137,5 +138,102 @@ func TestJSONFIFOStalledReaderInterrupted(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		buf := make([]byte, 1<<20)
 		t.Fatalf("still blocked 28 s after SIGINT\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// editJSONL rewrites the JSON Lines file path, applying edit to each line
+// (as a map) and keeping the others' bytes.
+func editJSONL(t *testing.T, path string, edit func(n int, m map[string]any) bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for n, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if edit(n, m) {
+			nb, _ := json.Marshal(m)
+			lines[n] = string(nb)
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Merge checks every case id against the suite the shards' header names:
+// a renamed case, two swapped case ids, a shard of another suite are
+// refused (they used to merge whenever the counts and indices agreed).
+func TestMergeChecksCaseIDsAgainstSuite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(n int, m map[string]any) bool
+		want string
+	}{
+		{"unchanged", nil, ""},
+		{"renamed", func(n int, m map[string]any) bool {
+			if m["type"] == "case" && m["index"] == 2.0 {
+				m["case"] = "topk_transform/renamed-k16"
+				return true
+			}
+			return false
+		}, "index 2 (seed 1) is case topk_transform/renamed-k16, but suite testdata/small.toml has topk_transform/masked-k16 at position 2"},
+		{"swapped", func(n int, m map[string]any) bool {
+			switch {
+			case m["type"] == "case" && m["index"] == 0.0:
+				m["case"] = "topk_transform/masked-k16"
+			case m["type"] == "case" && m["index"] == 2.0:
+				m["case"] = "topk_transform/gaussian-k8"
+			default:
+				return false
+			}
+			return true
+		}, "index 0 (seed 1) is case topk_transform/masked-k16, but suite testdata/small.toml has topk_transform/gaussian-k8 at position 0"},
+		{"another suite", func(n int, m map[string]any) bool {
+			if m["type"] == "header" {
+				m["suite"] = "testdata/two-cases.toml"
+				return true
+			}
+			return false
+		}, "its header counts 3 cases per seed, but suite testdata/two-cases.toml has 2"},
+		{"a suite that is not here", func(n int, m map[string]any) bool {
+			if m["type"] == "header" {
+				m["suite"] = "testdata/moved-away.toml"
+				return true
+			}
+			return false
+		}, "its suite testdata/moved-away.toml cannot be loaded here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var shards []string
+			for _, sh := range []string{"0/2", "1/2"} {
+				out := filepath.Join(dir, strings.Replace(sh, "/", "of", 1)+".jsonl")
+				if code, _, stderr := run(t, "run", "--impl", "reference", "--suite", small, "--shard", sh, "--json", out); code != 0 {
+					t.Fatalf("shard %s: exit %d: %s", sh, code, stderr)
+				}
+				shards = append(shards, out)
+			}
+			if tc.edit != nil {
+				editJSONL(t, shards[0], tc.edit)
+				if strings.HasPrefix(tc.name, "a") {
+					editJSONL(t, shards[1], tc.edit)
+				}
+			}
+			code, _, stderr := run(t, append([]string{"merge", "-o", filepath.Join(dir, "all.jsonl")}, shards...)...)
+			if tc.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				return
+			}
+			if code != difftest.ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
+			}
+		})
 	}
 }
