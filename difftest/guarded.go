@@ -118,3 +118,9 @@ func CreateStream(flag, path string) (*os.File, error) {
 // ErrNoReader is wrapped by CreateStream's error for a FIFO that nobody
 // has open for reading (writing to it would block until someone does).
 var ErrNoReader = errors.New("a FIFO with no reader")
+
+// MaxReportFile bounds a JSON Lines report ReadJSONLFile reads (merge's
+// shards): about a million case lines, far beyond a nightly's shard; a
+// larger file is refused from its size before anything is read, so that
+// what is parsed from it is bounded too.
+const MaxReportFile = 2 << 30

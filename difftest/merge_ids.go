@@ -4,7 +4,10 @@
 
 package difftest
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // CheckCaseIDs checks the case lines of rep, the shard report named where,
 // against ids, the case ids in file order of suite, the suite its header
@@ -28,6 +31,21 @@ func CheckCaseIDs(where string, rep *Report, suite string, ids []string) error {
 		if want := ids[r.Index%C]; r.Case != want {
 			return fmt.Errorf("merge: %s: index %d (seed %d) is case %s, but suite %s has %s at position %d: a renamed, reordered or foreign case line", where, r.Index, r.Seed, SafeLine(r.Case), SafeLine(suite), SafeLine(want), r.Index%C)
 		}
+	}
+	return nil
+}
+
+// checkRecordFields refuses a case line whose own fields disagree: a
+// verdict other than pass, fail or skip, or a kernel other than the one
+// its case id names (kernel/name; a line without a kernel is not checked).
+func checkRecordFields(where string, r *Record) error {
+	switch r.Verdict {
+	case VerdictPass, VerdictFail, VerdictSkip:
+	default:
+		return fmt.Errorf("merge: %s: index %d (%s) has verdict %q, want pass, fail or skip", where, r.Index, SafeLine(r.Case), SafeLine(string(r.Verdict)))
+	}
+	if k, _, ok := strings.Cut(r.Case, "/"); r.Kernel != "" && (!ok || k != r.Kernel) {
+		return fmt.Errorf("merge: %s: index %d is case %s of kernel %q: a case id names its kernel (kernel/name)", where, r.Index, SafeLine(r.Case), SafeLine(r.Kernel))
 	}
 	return nil
 }
