@@ -4,7 +4,10 @@
 // terminal and XML. Each must return an error or a value that keeps its
 // invariants, never panic, and never allocate from an unchecked size.
 //
-//	go test -run '^$' -fuzz FuzzParseSuite -fuzztime 20s ./difftest
+//	go test -run '^$' -fuzz FuzzParseSuite -fuzztime 20s -fuzzminimizetime 1s ./difftest
+//
+// (The engine minimizes each new interesting input for up to 60 s by
+// default, during which its exec count stands still.)
 
 package difftest
 
@@ -17,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -100,7 +104,11 @@ func FuzzReadCapture(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Skip(err)
 		}
+		t0 := time.Now()
 		c, tensors, err := ReadCapture(path)
+		if d := time.Since(t0); d > 10*time.Second {
+			t.Fatalf("ReadCapture took %v", d)
+		}
 		if err != nil {
 			return
 		}
