@@ -1,8 +1,9 @@
 // The guarded side of every file the tool writes (docs/interfaces.md:
-// every file the tool opens is checked by type and bound): an output path is checked before any work is done, so that a
-// mistake in a flag is a usage error at once, never a finished run that
-// cannot be saved, a replaced FIFO or device node, or an input file
-// overwritten by its own report.
+// every file the tool opens is checked by type and bound): an output path
+// is checked before any work is done, so that a mistake in a flag is a
+// usage error at once, never a finished run that cannot be saved, a
+// replaced FIFO or device node, or an input file overwritten by its own
+// report.
 
 package difftest
 
