@@ -151,6 +151,9 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if len(opts.Devices) == 1 {
 		opts.Device = opts.Devices[0]
 	}
+	if err := cuda.CheckLibraryPath(driverPath()); err != nil {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: DriverEnv + ": " + err.Error()}
+	}
 	im, err := newDeviceImpl(opts, "cuda", driverPath())
 	if err != nil {
 		var re *difftest.RunError
@@ -233,7 +236,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	var baseFB []byte
 	if opts.Baseline != "" {
 		if baseAbs, err = filepath.Abs(opts.Baseline); err == nil {
-			baseFB, err = os.ReadFile(baseAbs)
+			baseFB, err = readFatbin(baseAbs)
 		}
 		if err != nil {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("baseline fatbin: %v", err)}

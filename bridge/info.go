@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -38,6 +39,11 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "info: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	// Paths and driver messages come from flags and the environment:
+	// escaped for the terminal, line by line.
+	safe := difftest.NewSafeLineWriter(stdout)
+	defer safe.Flush()
+	stdout = safe
 	writeBuild(stdout)
 	imgs := writeFatbin(stdout, *fatbin)
 	drv, err := cuda.OpenLibrary(driverPath())

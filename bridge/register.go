@@ -76,7 +76,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var baseImage []byte
 	if *baseline != "" {
-		if baseImage, err = os.ReadFile(*baseline); err != nil {
+		if baseImage, err = readFatbin(*baseline); err != nil {
 			fmt.Fprintln(stderr, "cuda-worker:", err)
 			return 1
 		}

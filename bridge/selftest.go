@@ -47,7 +47,7 @@ const LargeSuite = "large"
 // with an optional fifth column <TAB>suite, '#' comments and blank lines
 // skipped. Errors name the line.
 func readFaultList(path string) ([]faultBuild, error) {
-	f, err := os.Open(path)
+	f, _, err := difftest.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -212,7 +212,10 @@ func Open() (Driver, error) { return OpenLibrary(LibraryName) }
 // error wrapping ErrNoDriver (and ErrMissingSymbol when the library loaded
 // but lacks an entry point) with dlerror's text, together with a non-nil
 // Driver whose every method returns that error, so callers that carry on
-// anyway get errors, not crashes. cuInit is not called; call Driver.Init.
+// anyway get errors, not crashes. A path with a slash that names anything
+// but a regular file (a FIFO, where dlopen would block forever, a device,
+// a folder) is refused the same way before dlopen (CheckLibraryPath).
+// cuInit is not called; call Driver.Init.
 //
 // Each call binds the path it is given: there is no process-wide state,
 // so a failed open never inherits an earlier success, and two libraries
@@ -220,6 +223,10 @@ func Open() (Driver, error) { return OpenLibrary(LibraryName) }
 // life of the process (a driver library is never unloaded) and holds a
 // few hundred bytes of C memory for its table.
 func OpenLibrary(path string) (Driver, error) {
+	if err := CheckLibraryPath(path); err != nil {
+		err = fmt.Errorf("%w: %w", ErrNoDriver, err)
+		return noDriver{err}, err
+	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var buf [512]C.char

@@ -149,8 +149,8 @@ type BenchConfig struct {
 	// bench alternates runs of the two implementations itself.
 	Baseline     Impl
 	BaselineName string
-	Warmup       int           // < 0 is an error; default 0
-	Runs         int           // ≥ 2
+	Warmup       int           // in [0, MaxBenchRuns]; default 0
+	Runs         int           // in [2, MaxBenchRuns]
 	Cold         ColdCache     // "" means ColdFlush
 	Timeout      time.Duration // per run of a check; the timing call gets Timeout·(runs+warmup+1)·builds
 	Alpha        float64       // significance level; 0 means DefaultAlpha
@@ -264,8 +264,8 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if _, ok := cfg.Impl.(KernelTimer); ok && (cfg.Baseline == nil || ownBaseline(cfg.Impl, cfg.Baseline)) {
 		rep.Method.Timer = "cuda-events"
 	}
-	if cfg.Runs < 2 || cfg.Warmup < 0 {
-		return rep, fmt.Errorf("bench needs runs ≥ 2 and warmup ≥ 0, got %d and %d", cfg.Runs, cfg.Warmup)
+	if cfg.Runs < 2 || cfg.Warmup < 0 || cfg.Runs > MaxBenchRuns || cfg.Warmup > MaxBenchRuns {
+		return rep, fmt.Errorf("bench needs runs in [2, %d] and warmup in [0, %d], got %d and %d", MaxBenchRuns, MaxBenchRuns, cfg.Runs, cfg.Warmup)
 	}
 	if pp, ok := cfg.Impl.(PropertyProvider); ok {
 		rep.Properties = pp.Properties()

@@ -552,6 +552,11 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 		// name its case: it is the file's.
 		id = name + "/" + captureFileCase(path)
 	}
+	if rest, ok := strings.CutPrefix(id, name+"/"); !ok || rest == "" {
+		// A case id is kernel/name: one naming another kernel would replay,
+		// and be reported, under that kernel's id.
+		return nil, nil, fail(captureMetaName(MetaCase), "case id %q does not belong to kernel %s (want %s/NAME)", SafeLine(id), name, name)
+	}
 	feed := make(map[string]*Tensor, len(sf.entries))
 	for n, e := range sf.entries {
 		if !strings.HasPrefix(n, GotPrefix) && !strings.HasPrefix(n, WantPrefix) {

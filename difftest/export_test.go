@@ -1,4 +1,17 @@
 package difftest
 
+import (
+	"context"
+	"time"
+)
+
 // NewServeImplHello is NewServeImpl with the hello time-out given.
-var NewServeImplHello = newServeImpl
+func NewServeImplHello(cmd string, timeout, hello time.Duration) (Impl, error) {
+	return newServeImpl(context.Background(), cmd, timeout, hello)
+}
+
+// NewServeImplHelloContext is NewServeImplHello with a context.
+var NewServeImplHelloContext = newServeImpl
+
+// NewSealedShm is newSealedShm.
+var NewSealedShm = newSealedShm

@@ -55,6 +55,9 @@ func (fakeKernel) NewCase(spec CaseSpec, seed, key uint64) (*Case, error) {
 	if err := pr.Err(); err != nil {
 		return nil, err
 	}
+	if n < 0 || n > 1<<20 || slots < 0 || slots > 1<<20 {
+		return nil, fmt.Errorf("case %s: n %d and slots %d must be in [0, 2^20]", spec.ID(), n, slots)
+	}
 	x := make([]int32, n)
 	loc := make([]int64, n)
 	s := rng.NewStream(key, 0, 0)

@@ -121,7 +121,11 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 		if strings.TrimSpace(cmd) == "" {
 			return nil, fmt.Errorf("%w %q: serve: needs a command", ErrUnknownImpl, name)
 		}
-		return NewServeImpl(cmd, opts.Timeout)
+		ctx := opts.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return NewServeImplContext(ctx, cmd, opts.Timeout)
 	}
 	f, ok := LookupImpl(name)
 	if !ok {

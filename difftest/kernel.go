@@ -295,6 +295,10 @@ type ImplOptions struct {
 	// returns a Pool. Device is then ignored.
 	Devices    []int
 	AllDevices bool
+	// Context, when set, bounds the start of the implementation: a serve
+	// program's wait for its hello ends when it does (a person pressed
+	// Ctrl-C). nil is context.Background().
+	Context context.Context
 }
 
 // ImplFactory builds the named implementation ("cuda", ...). An

@@ -93,6 +93,9 @@ func checkCases(names []string, reps []*Report, shards []Shard) error {
 			case i%m.sh.N != m.sh.I:
 				return fmt.Errorf("merge: %s holds index %d (%s), which belongs to shard %d/%d", m.where, i, key, i%m.sh.N, m.sh.N)
 			}
+			if err := checkRecordFields(m.where, rec); err != nil {
+				return err
+			}
 			if prev, dup := seen[i]; dup {
 				return fmt.Errorf("merge: index %d (%s) appears twice in %s (also %s)", i, key, names[ri], prev)
 			}

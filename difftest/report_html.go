@@ -54,6 +54,9 @@ func ReadBenchReport(name string, data []byte) (*BenchReport, error) {
 	if rep.Version > BenchReportVersion {
 		return nil, fmt.Errorf("%s: bench report version %d, newer than this difftest reads (%d)", name, rep.Version, BenchReportVersion)
 	}
+	if err := checkBenchResults(rep.Results); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return &rep, nil
 }
 

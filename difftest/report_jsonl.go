@@ -72,21 +72,27 @@ func ReadJSONL(name string, r io.Reader) (*Report, error) {
 		if err := json.Unmarshal(line, &probe); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, n, err)
 		}
-		if n == 1 && probe.Type != "header" {
-			return nil, fmt.Errorf("%s:1: first line is %q, want a header", name, probe.Type)
+		if rep.Header.Type == "" && probe.Type != "header" {
+			return nil, fmt.Errorf("%s:%d: first line is %q, want a header", name, n, probe.Type)
 		}
 		var err error
 		switch probe.Type {
 		case "header":
-			if n != 1 {
+			if rep.Header.Type != "" {
 				return nil, fmt.Errorf("%s:%d: a second header", name, n)
 			}
 			err = json.Unmarshal(line, &rep.Header)
 		case "case":
+			if rep.Summary != nil {
+				return nil, fmt.Errorf("%s:%d: a case line after the summary line", name, n)
+			}
 			rec := new(Record)
 			err = json.Unmarshal(line, rec)
 			rep.Records = append(rep.Records, rec)
 		case "summary":
+			if rep.Summary != nil {
+				return nil, fmt.Errorf("%s:%d: a second summary line", name, n)
+			}
 			rep.Summary = new(Summary)
 			err = json.Unmarshal(line, rep.Summary)
 		default:
@@ -102,7 +108,7 @@ func ReadJSONL(name string, r io.Reader) (*Report, error) {
 		}
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if n == 0 {
+	if n == 0 || rep.Header.Type != "header" {
 		return nil, fmt.Errorf("%s: empty report", name)
 	}
 	return rep, nil
@@ -125,10 +131,14 @@ func ReadJSONLFile(path string) (*Report, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err = f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s changed into something other than a regular file as it was opened", path)
 	}
-	return ReadJSONL(path, f)
+	if st.Size() > MaxReportFile {
+		return nil, fmt.Errorf("%s: %d bytes, above the limit of %d MiB for a report file (MaxReportFile): not a report difftest wrote", path, st.Size(), MaxReportFile>>20)
+	}
+	return ReadJSONL(path, io.LimitReader(f, MaxReportFile))
 }
 
 // FileKind names the type of a file mode for messages: "a directory", "a

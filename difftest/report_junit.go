@@ -123,7 +123,7 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 		for _, r := range bySeed[seed] {
 			jc := junitCase{Classname: r.Kernel, Name: r.Case, Time: seconds(r.WallTime)}
 			if r.Failed() {
-				jc.Failure = &junitFailure{Message: SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
+				jc.Failure = &junitFailure{Message: SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: XMLSafe(failureDetails(r))}
 				s.Failures++
 			}
 			if r.Verdict == VerdictSkip {
@@ -135,7 +135,7 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 				for i, wn := range r.Warnings {
 					ws[i] = SafeLine(wn)
 				}
-				jc.SystemOut = &junitText{"warnings:\n  " + strings.Join(ws, "\n  ") + "\n"}
+				jc.SystemOut = &junitText{XMLSafe("warnings:\n  " + strings.Join(ws, "\n  ") + "\n")}
 			}
 			s.Tests++
 			st += r.WallTime

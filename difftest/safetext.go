@@ -19,7 +19,8 @@ import (
 //     others as \xNN (ESC is \x1b);
 //   - C1 controls U+0080–U+009F (U+009B is an 8-bit CSI): \u0080 … \u009f;
 //   - bidirectional formatting (U+061C, U+200E, U+200F, U+202A–U+202E,
-//     U+2066–U+2069) and the line and paragraph separators U+2028, U+2029:
+//     U+2066–U+2069), the line and paragraph separators U+2028, U+2029,
+//     and the noncharacters U+FFFE, U+FFFF (which XML 1.0 forbids):
 //     \uNNNN;
 //   - each byte of invalid UTF-8: \xNN.
 //
@@ -98,6 +99,10 @@ func unsafeRune(r rune) bool {
 	case r >= 0x2066 && r <= 0x2069:
 		return true
 	case r == 0x2028, r == 0x2029:
+		return true
+	case r == 0xfffe, r == 0xffff:
+		// Noncharacters that XML 1.0 forbids (a JUnit file holding one
+		// does not parse).
 		return true
 	}
 	return false

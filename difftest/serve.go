@@ -178,10 +178,17 @@ func ReadServeMessage(r io.Reader) ([]byte, error) {
 // harness checks guards, poison and canaries itself. The program's
 // stderr keeps only its last ExecStderrTail bytes; stdout is discarded.
 func NewServeImpl(cmd string, timeout time.Duration) (Impl, error) {
-	return newServeImpl(cmd, timeout, ServeHelloTimeout)
+	return NewServeImplContext(context.Background(), cmd, timeout)
 }
 
-func newServeImpl(cmd string, timeout, hello time.Duration) (Impl, error) {
+// NewServeImplContext is NewServeImpl whose wait for the hello also ends
+// when ctx does (a person pressed Ctrl-C): the program is killed and the
+// error is a *RunError of class Unavailable that names ctx's cause.
+func NewServeImplContext(ctx context.Context, cmd string, timeout time.Duration) (Impl, error) {
+	return newServeImpl(ctx, cmd, timeout, ServeHelloTimeout)
+}
+
+func newServeImpl(ctx context.Context, cmd string, timeout, hello time.Duration) (Impl, error) {
 	argv, err := SplitCommand(cmd)
 	if err != nil {
 		return nil, &RunError{Class: Unavailable, Msg: err.Error()}
@@ -190,7 +197,7 @@ func newServeImpl(cmd string, timeout, hello time.Duration) (Impl, error) {
 		return nil, &RunError{Class: Unavailable, Msg: fmt.Sprintf("serve: cannot start %s: %v", argv[0], err)}
 	}
 	s := &serveImpl{cmd: cmd, argv: argv, timeout: timeout, helloTimeout: hello}
-	if rerr := s.start(context.Background()); rerr != nil {
+	if rerr := s.start(ctx); rerr != nil {
 		rerr.Class = Unavailable
 		return nil, rerr
 	}
@@ -206,8 +213,9 @@ type serveImpl struct {
 	mu     sync.Mutex
 	p      *serveProc
 	hello  ServeHello
-	shm    *os.File // the memfd
-	mem    []byte   // its mapping
+	shm    *os.File // the memfd, sealed at shmCap bytes
+	shmCap int64
+	mem    []byte // its mapping
 	seq    uint64
 	starts int
 	closed bool
@@ -244,39 +252,53 @@ func (s *serveImpl) Properties() map[string]string {
 // version string (its hello's "version").
 const PropServeVersion = "serve_version"
 
-// ensureShm makes the memfd at least n bytes and maps it.
-func (s *serveImpl) ensureShm(n int64) error {
-	if s.shm == nil {
-		fd, err := unix.MemfdCreate("kerneldiff-serve", unix.MFD_CLOEXEC)
-		if err != nil {
-			return fmt.Errorf("serve: memfd_create: %w", err)
+// ensureShm makes the mapping of the memfd at least n bytes. The memfd
+// is sealed (newSealedShm): the program can neither shrink it (which
+// would make the harness's own copies fault with SIGBUS) nor grow it.
+// When n exceeds the sealed size, a new memfd replaces it, and the
+// running program, which holds the old one on fd 5, is stopped (dropped
+// reports it; the next request starts a new one).
+func (s *serveImpl) ensureShm(n int64) (dropped []string, err error) {
+	if s.shm == nil || n > s.shmCap {
+		if s.p != nil {
+			dropped = append(dropped, "the shared memory was replaced by a larger one; the serve program is started again on it")
+			dropped = append(dropped, s.drop()...)
 		}
-		s.shm = os.NewFile(uintptr(fd), "kerneldiff-serve-shm")
+		if s.mem != nil {
+			_ = unix.Munmap(s.mem)
+			s.mem = nil
+		}
+		if s.shm != nil {
+			s.shm.Close()
+			s.shm = nil
+		}
+		f, size, err := newSealedShm(n)
+		if err != nil {
+			return dropped, err
+		}
+		s.shm, s.shmCap = f, size
 	}
 	if int64(len(s.mem)) >= n {
-		return nil
+		return dropped, nil
 	}
 	if s.mem != nil {
 		if err := unix.Munmap(s.mem); err != nil {
-			return fmt.Errorf("serve: munmap: %w", err)
+			return dropped, fmt.Errorf("serve: munmap: %w", err)
 		}
 		s.mem = nil
 	}
-	if err := s.shm.Truncate(n); err != nil {
-		return fmt.Errorf("serve: growing the shared memory to %d bytes: %w", n, err)
-	}
 	mem, err := unix.Mmap(int(s.shm.Fd()), 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("serve: mmap of %d bytes: %w", n, err)
+		return dropped, fmt.Errorf("serve: mmap of %d bytes: %w", n, err)
 	}
 	s.mem = mem
-	return nil
+	return dropped, nil
 }
 
 // start launches the program and reads its hello; the caller holds mu or
 // is the constructor.
 func (s *serveImpl) start(ctx context.Context) *RunError {
-	if err := s.ensureShm(ServeAlign); err != nil {
+	if _, err := s.ensureShm(ServeAlign); err != nil {
 		return &RunError{Class: Crash, Msg: err.Error()}
 	}
 	reqR, reqW, err := os.Pipe()
@@ -330,16 +352,14 @@ func (s *serveImpl) start(ctx context.Context) *RunError {
 
 	timer := time.NewTimer(s.helloTimeout)
 	defer timer.Stop()
-	var m serveMsg
-	var ok bool
-	select {
-	case m, ok = <-p.msgs:
-	case <-timer.C:
+	m, ok, why := p.await(ctx, timer.C)
+	switch why {
+	case awaitTimeout:
 		p.kill()
 		return &RunError{Class: Crash, Msg: fmt.Sprintf("serve: no hello within %v%s", s.helloTimeout, p.stderr())}
-	case <-ctx.Done():
+	case awaitCancelled:
 		p.kill()
-		return &RunError{Class: Timeout, Msg: "serve: interrupted while waiting for the hello: " + ctx.Err().Error()}
+		return &RunError{Class: Timeout, Msg: "serve: interrupted while waiting for the hello: " + SafeLine(context.Cause(ctx).Error())}
 	}
 	if !ok {
 		p.kill()
@@ -502,8 +522,9 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 		return RunInfo{}, fmt.Errorf("serve: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
 	}
 	ins, inData, osp, size := layout(c, outs)
-	if err := s.ensureShm(size); err != nil {
-		return RunInfo{}, err
+	warnings, err := s.ensureShm(size)
+	if err != nil {
+		return RunInfo{Warnings: warnings}, err
 	}
 	for i, t := range ins {
 		copy(s.mem[t.Offset:t.Offset+t.NBytes], inData[i])
@@ -511,7 +532,6 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	for i, t := range osp {
 		copy(s.mem[t.Offset-t.Guard:], outs[i].Full)
 	}
-	var warnings []string
 	if s.p != nil {
 		select {
 		case <-s.p.done:
@@ -530,7 +550,7 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	s.seq++
 	req := ServeRequest{Type: "run", Seq: s.seq, Kernel: c.Kernel, Case: c.ID, Params: MarshalParams(c), ShmSize: int64(len(s.mem)), Inputs: ins, Outputs: osp}
 	p := s.p
-	if err := WriteServeMessage(p.reqW, req); err != nil {
+	if err := p.writeRequest(ctx, req, s.timeout); err != nil {
 		w := append(warnings, s.drop()...)
 		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program is gone before the request: " + p.death()}
 	}
@@ -540,14 +560,12 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 		defer t.Stop()
 		timeout = t.C
 	}
-	var m serveMsg
-	var ok bool
-	select {
-	case m, ok = <-p.msgs:
-	case <-timeout:
+	m, ok, why := p.await(ctx, timeout)
+	switch why {
+	case awaitTimeout:
 		w := append(warnings, s.drop()...)
 		return RunInfo{Warnings: w}, &RunError{Class: Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
-	case <-ctx.Done():
+	case awaitCancelled:
 		w := s.drop()
 		return RunInfo{Warnings: w}, fmt.Errorf("serve: %w", ctx.Err())
 	}
@@ -578,7 +596,10 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	}
 	info := RunInfo{KernelTime: time.Duration(r.KernelTimeNS), Warnings: warnings}
 	for i, t := range osp {
-		copy(outs[i].Full, s.mem[t.Offset-t.Guard:t.Offset+t.NBytes+t.Guard])
+		if err := copyNoFault(outs[i].Full, s.mem[t.Offset-t.Guard:t.Offset+t.NBytes+t.Guard]); err != nil {
+			w := s.drop()
+			return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: output " + t.Name + ": " + err.Error()}
+		}
 	}
 	for i, t := range ins {
 		if !bytes.Equal(s.mem[t.Offset:t.Offset+t.NBytes], inData[i]) {

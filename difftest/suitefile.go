@@ -264,6 +264,11 @@ func suiteSchemaError(data []byte) error {
 				return fmt.Errorf("case #%d: params = %s: must be a table, [case.params] after the case's keys", i+1, describeTOML(v))
 			}
 		}
+		if v, ok := m["matrix"]; ok {
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf("case #%d: matrix = %s: must be a table, [case.matrix] after the case's keys", i+1, describeTOML(v))
+			}
+		}
 	}
 	return nil
 }

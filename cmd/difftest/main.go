@@ -22,7 +22,9 @@
 // implementation, is internal.)
 //
 // Exit codes (docs/interfaces.md, for git bisect run): 0 all passed, 1 a case
-// failed, 2 usage or input file error, 125 nothing could be tested, and
+// failed, 2 usage or input file error, 3 internal error (difftest itself
+// crashed; the stack is in a file named on stderr), 125 nothing could be
+// tested, and
 // 128 + N when a person stopped the run with signal N (SIGINT 130, SIGTERM
 // 143, SIGHUP 129) after the finished cases were reported and flushed and
 // the temporary files removed. A second SIGINT or SIGTERM exits at once,

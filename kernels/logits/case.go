@@ -213,7 +213,12 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	if len(lengths) == 0 {
 		return nil, badParam("lengths", "required, at least one length")
 	}
-	if batch == 0 {
+	// An explicit 0 is a value (refused below), never "unset".
+	_, batchGiven := spec.Params["batch"]
+	_, strideGiven := spec.Params["stride"]
+	_, maxPagesGiven := spec.Params["max_pages"]
+	_, numPagesGiven := spec.Params["num_pages"]
+	if !batchGiven {
 		batch = len(lengths)
 	}
 	if batch < 1 || batch > MaxBatch {
@@ -226,7 +231,7 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 		}
 		maxL = max(maxL, L)
 	}
-	if stride == 0 {
+	if !strideGiven {
 		stride = maxL
 	}
 	if stride < maxL || stride > MaxSeqLen {
@@ -237,7 +242,7 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	for b := range g.lengths {
 		g.lengths[b] = lengths[b%len(lengths)]
 	}
-	if maxPages == 0 {
+	if !maxPagesGiven {
 		maxPages = pagesFor(stride, g.PageSize)
 	}
 	need := pagesFor(maxL, g.PageSize)
@@ -250,6 +255,9 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	}
 	if int64(batch)*int64(stride) > MaxLogits {
 		return nil, badParam("batch·stride", "exceeds the limit of %d logits: got %d", MaxLogits, int64(batch)*int64(stride))
+	}
+	if numPagesGiven && numPages < 1 {
+		return nil, badParam("num_pages", "must be ≥ 1 (and hold the pages the rows use), got %d", numPages)
 	}
 	if err := g.sizeCache(g.usedPages(), numPages); err != nil {
 		return nil, err

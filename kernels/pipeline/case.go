@@ -127,16 +127,18 @@ func plan(spec difftest.CaseSpec) (*gen, error) {
 	if math.IsNaN(g.margin) || g.margin < -10 || g.margin > 50 {
 		return bad("margin", "must be in [−10, 50] standard deviations, got %g", g.margin)
 	}
-	g.lengths = make([]int, batch)
-	for b := range g.lengths {
-		g.lengths[b] = lengths[b%len(lengths)]
-	}
+	// Checked before anything is sized from batch (a batch of 2^40 must
+	// be refused, not allocated).
 	if err := g.Params.Check(); err != nil {
 		var ie *difftest.InputError
 		if errors.As(err, &ie) {
 			return bad(ie.Tensor, "%s", ie.Rule)
 		}
 		return nil, err
+	}
+	g.lengths = make([]int, batch)
+	for b := range g.lengths {
+		g.lengths[b] = lengths[b%len(lengths)]
 	}
 	tokens := 0
 	for _, L := range g.lengths {

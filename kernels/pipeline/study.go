@@ -356,7 +356,12 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "study needle: --margin: %v\n", err)
 		return difftest.ExitUsage
 	}
-	im, err := difftest.NewImpl(*impl, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout})
+	if err := checkStudyFlags(studyFlags{K: *k, H: *heads, P: *page, Device: *device, Timeout: *timeout, Seed: *seed,
+		Lengths: ls, Margins: ms, JSON: *jsonOut, SVG: *svgOut, Fatbin: *fatbin}); err != nil {
+		fmt.Fprintf(stderr, "study needle: %v\n", err)
+		return difftest.ExitUsage
+	}
+	im, err := difftest.NewImpl(*impl, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {

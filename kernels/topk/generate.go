@@ -218,8 +218,8 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 		}
 		maxL = max(maxL, L)
 	}
-	if g.Stride == 0 {
-		g.Stride = maxL
+	if _, given := spec.Params["stride"]; !given {
+		g.Stride = maxL // unset; an explicit 0 is checked below, never read as unset
 	}
 	if g.Stride < maxL {
 		return nil, badParam("stride", "must be ≥ the longest length %d, got %d", maxL, g.Stride)

@@ -32,6 +32,13 @@
 //	setsid       the same with a child that leaves the group (setsid)
 //	nondet       the second run of the case (poison B) answers with its
 //	             first output's first 4 bytes changed
+//	shrink       ftruncate(5, 0) before the reply (what makes an unsealed
+//	             mapping fault), then the right answer; "serveimpl:
+//	             ftruncate: ERR" on stderr when it is refused
+//	grow         ftruncate(5, 1 TiB + 4 KiB) the same way
+//	die-setsid   a child that leaves the group (setsid) holding the reply
+//	             pipe open, then exit status 3 without replying
+//	no-hello-setsid  the same before the hello
 package main
 
 import (
@@ -66,6 +73,9 @@ func main() {
 	req, rep := os.NewFile(3, "requests"), os.NewFile(4, "replies")
 	if *mode == "no-hello" {
 		time.Sleep(time.Hour)
+	}
+	if *mode == "no-hello-setsid" {
+		holdAndExit(req, rep, *pidfile)
 	}
 	protocol := difftest.ServeProtocol
 	if *mode == "protocol2" {
@@ -120,6 +130,16 @@ func main() {
 				for i := 0; i < 50*1024; i++ {
 					os.Stderr.WriteString(line)
 				}
+			case "shrink", "grow":
+				size := int64(0)
+				if *mode == "grow" {
+					size = 1<<40 + 4096
+				}
+				if err := syscall.Ftruncate(5, size); err != nil {
+					fmt.Fprintf(os.Stderr, "serveimpl: ftruncate: %v\n", err)
+				}
+			case "die-setsid":
+				holdAndExit(req, rep, *pidfile)
 			case "fork", "setsid":
 				child := exec.Command(os.Args[0], "-mode", "sleep")
 				child.SysProcAttr = &syscall.SysProcAttr{Setsid: *mode == "setsid"}
@@ -148,6 +168,21 @@ func main() {
 			os.Exit(3)
 		}
 	}
+}
+
+// holdAndExit starts a child that leaves the process group (setsid)
+// holding the request and reply pipes, writes its pid to pidfile, and
+// exits with status 3.
+func holdAndExit(req, rep *os.File, pidfile string) {
+	child := exec.Command(os.Args[0], "-mode", "sleep")
+	child.ExtraFiles = []*os.File{req, rep}
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	must(child.Start())
+	if pidfile != "" {
+		must(os.WriteFile(pidfile, []byte(fmt.Sprint(child.Process.Pid)), 0o644))
+	}
+	fmt.Fprintln(os.Stderr, "serveimpl: exiting, a setsid child keeps the pipes")
+	os.Exit(3)
 }
 
 // compute runs the kernel's Go reference on the request's tensors, with

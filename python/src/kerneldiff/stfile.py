@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
@@ -20,10 +21,13 @@ import safetensors
 
 from .dtypes import DTYPES, SPEC_NAMES, numpy_dtype
 
-__all__ = ["Tensor", "read_file", "write_file", "MAX_HEADER"]
+__all__ = ["Tensor", "read_file", "write_file", "MAX_HEADER", "MAX_FILE"]
 
 #: Largest safetensors header accepted on reading (bytes), as a bound.
 MAX_HEADER = 100 << 20
+#: Bound on a whole file read_file reads (bytes): a larger one is refused
+#: from its size, before anything is read.
+MAX_FILE = 32 << 30
 
 
 @dataclass
@@ -41,6 +45,40 @@ class Tensor:
 
     dtype: str
     array: np.ndarray
+
+
+def _read_bounded(path: "os.PathLike[str] | str", limit: int) -> bytes:
+    """The whole regular file at path, at most limit bytes (ValueError
+    otherwise); a special file is refused by its type before it is read."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a regular file ({_kind(st.st_mode)}): a capture is a .safetensors file")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise ValueError(f"{path}: {st.st_size} bytes, above the limit of {limit} bytes (MAX_FILE)")
+        want = st.st_size
+        data = f.read(want + 1)  # never more than its size (≤ limit) and one byte
+    if len(data) > want:
+        raise ValueError(f"{path}: grew past its {want} bytes while it was read")
+    return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 def read_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Tensor], Dict[str, str]]:
@@ -64,12 +102,14 @@ def read_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Tensor], Dict[s
     ValueError
         A malformed file (header length past the file or over
         :data:`MAX_HEADER`, bad JSON, offsets that do not match dtype and
-        shape, an unknown dtype), naming the file and the tensor.
+        shape, an unknown dtype), naming the file and the tensor; a path
+        that is not a regular file (a FIFO, a device such as /dev/zero, a
+        folder: refused by its type, never opened in a way that blocks);
+        a file over :data:`MAX_FILE` bytes.
     OSError
         The file cannot be read.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    data = _read_bounded(path, MAX_FILE)
     if len(data) < 8:
         raise ValueError(f"{path}: not a safetensors file ({len(data)} bytes, need an 8-byte header length)")
     (n,) = struct.unpack_from("<Q", data, 0)
@@ -94,7 +134,10 @@ def read_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Tensor], Dict[s
         if dt not in DTYPES:
             raise ValueError(f"{path}: tensor {name!r}: dtype {dt} is not one kerneldiff handles ({', '.join(DTYPES)})")
         shape = tuple(int(s) for s in info["shape"])
-        arr = np.frombuffer(info["data"], dtype=numpy_dtype(dt)).reshape(shape).copy()
+        try:
+            arr = np.frombuffer(info["data"], dtype=numpy_dtype(dt)).reshape(shape).copy()
+        except ValueError as e:
+            raise ValueError(f"{path}: tensor {name!r}: {len(info['data'])} bytes of {dt} do not make shape {list(shape)}: {e}") from None
         tensors[name] = Tensor(dt, arr)
     return tensors, dict(meta)
 

@@ -48,8 +48,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := checkTimeout(*timeout); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if *runs < 2 || *warmup < 0 {
-		return usageErr(stderr, "--runs %d --warmup %d: want runs ≥ 2 and warmup ≥ 0", *runs, *warmup)
+	if *runs < 2 || *warmup < 0 || *runs > maxBenchRuns || *warmup > maxBenchRuns {
+		return usageErr(stderr, "--runs %d --warmup %d: want runs ≥ 2 and warmup ≥ 0, each at most %d", *runs, *warmup, maxBenchRuns)
+	}
+	if *device < 0 {
+		return usageErr(stderr, "--device %d: must be ≥ 0", *device)
 	}
 	coldMode, err := difftest.ParseColdCache(*cold)
 	if err != nil {
@@ -68,6 +71,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "no --impl given and this build has no cuda implementation")
 	}
 	if err := checkOutputFiles("--json", *jsonOut); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if err := difftest.CheckNotInput("--json", *jsonOut, "--suite", *suiteName, "--fatbin", *fatbin, "--baseline", *baseline); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	sel := difftest.Selection{Seed: *seed, Repeat: 1}
@@ -89,7 +95,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fileBaseline && !deviceImpl(*impl) {
 		return usageErr(stderr, "--baseline %s: a fatbin baseline needs --impl cuda or emu; for %s give an implementation (serve:CMD, exec:CMD)", *baseline, *impl)
 	}
-	opts := difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout}
+	opts := difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx}
 	if fileBaseline {
 		opts.Baseline = *baseline
 	}
@@ -107,7 +113,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return usageErr(stderr, "--impl %s does not take a fatbin --baseline", *impl)
 		}
 	} else if *baseline != "" {
-		b, code := openNamedImpl(*baseline, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout}, stderr)
+		b, code := openNamedImpl(*baseline, difftest.ImplOptions{Fatbin: *fatbin, Device: *device, Timeout: *timeout, Context: ctx}, stderr)
 		if b == nil {
 			return code
 		}
@@ -203,7 +209,7 @@ func deviceImpl(name string) bool { return name == "cuda" || name == "emu" }
 func openNamedImpl(name string, opts difftest.ImplOptions, stderr io.Writer) (difftest.Impl, int) {
 	f := implFlags{impl: name, fatbin: opts.Fatbin, device: opts.Device, timeout: opts.Timeout}
 	if opts.Baseline == "" {
-		return f.openImpl(stderr)
+		return f.openImpl(opts.Context, stderr)
 	}
 	impl, err := difftest.NewImpl(name, opts)
 	if err != nil {

@@ -29,20 +29,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // MainAs runs the difftest command line args (without the program name)
 // for the program prog, the name it was invoked by (os.Args[0] as given):
 // replay lines name it (see ProgForReplay), so that they run where they
-// are printed. It returns the exit code: 0, 1, 2 or 125 (docs/interfaces.md),
+// are printed. It returns the exit code: 0, 1, 2, 3 or 125 (README, exit codes),
 // never anything else, with one exception: when ctx was cancelled with a
 // *difftest.Interrupted cause (a person stopped the run with SIGINT,
 // SIGTERM or SIGHUP; see NotifyInterrupt), the command reports and
 // flushes what finished and MainAs returns 128 + the signal number,
 // whatever the command returned. A panic inside the harness is recovered
-// and reported as an internal error with exit code 125: nothing it would
-// have said can be trusted. (A panicking implementation is not a panic of
+// and reported as an internal error with its own exit code,
+// difftest.ExitInternal (3): the stack goes to a file, one line naming it
+// to stderr (reportCrash); nothing the run would have said can be trusted. (A panicking implementation is not a panic of
 // the harness: it fails its case with class crash.)
 func MainAs(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(stderr, "difftest: internal error: panic: %v\n%s", p, debug.Stack())
-			code = difftest.ExitUntestable
+			code = reportCrash(stderr, p, debug.Stack())
 		}
 		if in, ok := difftest.InterruptedBy(ctx); ok {
 			code = in.ExitCode()

@@ -97,7 +97,7 @@ func TestExitCodes(t *testing.T) {
 			"difftest: test-no-driver unavailable: libcuda.so.1: cannot open shared object file\n"},
 		{"device lost before any case", []string{"run", "--impl", "test-device-lost", "--suite", small}, 125, "",
 			"difftest: test-device-lost unavailable: device 0 fell off the bus\n"},
-		{"harness panic", []string{"test-harness-panic"}, 125, "", ""},
+		{"harness panic", []string{"test-harness-panic"}, difftest.ExitInternal, "", ""},
 		{"out-of-range code from a command", []string{"test-exit-255"}, 125, "", ""},
 		{"registered command", []string{"test-echo", "a", "b"}, 0, "a b\n", ""},
 		{"help", []string{"help"}, 0, "test-echo", ""},

@@ -104,7 +104,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkTimeout(f.timeout); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if err := f.checkReportPaths(); err != nil {
+	if err := f.checkReportPaths("capture", pos[0]); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	file := pos[0]
@@ -115,7 +115,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if w := difftest.GeneratorWarning(c); w != "" {
 		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
 	}
-	impl, code := f.openImpl(stderr)
+	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
 	}
@@ -187,6 +187,7 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("merge", stderr)
 	outPath := fs.String("o", "", "write the merged JSON Lines report to `OUT.jsonl` (required; not one of the inputs; an existing file is replaced)")
 	junit := fs.String("junit", "", "also write the merged report as JUnit XML to `FILE`")
+	suiteName := fs.String("suite", "", "check the case ids against suite `NAME|FILE|DIR` (default: the one each shard's header names, from the working folder)")
 	ins, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -220,6 +221,9 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "merge: %v", err)
 		}
 		reps = append(reps, rep)
+	}
+	if err := checkShardIDs(ins, reps, *suiteName); err != nil {
+		return usageErr(stderr, "%v", err)
 	}
 	m, err := difftest.MergeNamed(ins, reps)
 	if err != nil {
@@ -285,10 +289,24 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		err = os.Chmod(tmp.Name(), 0o644)
 	}
 	if err == nil {
+		err = refuseSpecial(path)
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// refuseSpecial is writeFileAtomic's last check before the rename: a FIFO,
+// device node, socket or folder that appeared at path since the flags
+// were checked is never replaced.
+func refuseSpecial(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: is %s, not a file: not replaced", path, difftest.FileKind(st.Mode()))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
@@ -37,3 +38,11 @@ func checkOutputFiles(flagsAndPaths ...string) error {
 	}
 	return nil
 }
+
+// jsonStallGrace is how long a write of the --json report may still block
+// after a person stopped the run (a FIFO whose reader stopped reading).
+const jsonStallGrace = 2 * time.Second
+
+// maxBenchRuns bounds bench's --runs and --warmup: far beyond any useful
+// count, and far from the overflow of the counts derived from them.
+const maxBenchRuns = difftest.MaxBenchRuns

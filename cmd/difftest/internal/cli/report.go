@@ -36,6 +36,11 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkOutputFiles("-o", *out); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	for _, in := range pos {
+		if err := difftest.CheckNotInput("-o", *out, "an input", in); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	}
 	r := &difftest.HTMLReport{Title: *title, Generated: time.Now(), Diagnoses: map[[2]int]string{}}
 	for _, path := range pos {
 		data, err := readBounded(path, maxReportInput)
@@ -74,12 +79,12 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var parts []string
 	for _, rep := range r.Runs {
-		parts = append(parts, rep.Header.Suite+": "+difftest.SummaryLine(*summaryOf(rep)))
+		parts = append(parts, difftest.SafeLine(rep.Header.Suite)+": "+difftest.SummaryLine(*summaryOf(rep)))
 	}
 	for _, b := range r.Benches {
-		parts = append(parts, fmt.Sprintf("bench %s: %d results", b.Suite, len(b.Results)))
+		parts = append(parts, fmt.Sprintf("bench %s: %d results", difftest.SafeLine(b.Suite), len(b.Results)))
 	}
-	fmt.Fprintf(stdout, "difftest report: %s (%s)\n", *out, strings.Join(parts, "; "))
+	fmt.Fprintf(stdout, "difftest report: %s (%s)\n", difftest.SafeLine(*out), strings.Join(parts, "; "))
 	return difftest.ExitPass
 }
 

@@ -52,19 +52,39 @@ func (f *implFlags) replayOptions(ctx context.Context, suite string) difftest.Re
 }
 
 // checkReportPaths rejects --json and --junit naming one file (the JUnit
-// report would replace the JSON Lines one when the run ends), and a
-// --junit that cannot be written: a folder, or a folder that does not
-// exist or takes no new file. The JUnit file itself is not touched before
-// the run ends, so a run that is killed leaves the previous one.
-func (f *implFlags) checkReportPaths() error {
+// report would replace the JSON Lines one when the run ends), either
+// naming one of the run's inputs (given as pairs flag, path: the suite
+// file or folder, the capture, the fatbin), a --json that is neither a
+// regular file nor a FIFO (a folder, a device, a socket), and a --junit
+// that cannot be written: anything but a regular file (a FIFO or device
+// node is never replaced), or a folder that does not exist or takes no
+// new file. The JUnit file itself is not touched before the run ends, so
+// a run that is killed leaves the previous one.
+func (f *implFlags) checkReportPaths(inFlagsAndPaths ...string) error {
 	if f.json != "" && f.junit != "" && samePath(f.json, f.junit) {
 		return fmt.Errorf("--json %s and --junit %s name the same file: give each report its own", f.json, f.junit)
+	}
+	if f.fatbin != "" {
+		inFlagsAndPaths = append(inFlagsAndPaths, "--fatbin", f.fatbin)
+	}
+	for _, o := range [][2]string{{"--json", f.json}, {"--junit", f.junit}} {
+		if err := difftest.CheckNotInput(o[0], o[1], inFlagsAndPaths...); err != nil {
+			return err
+		}
+	}
+	if st, err := os.Stat(f.json); f.json == "" || err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		if err := difftest.CheckOutputPath("--json", f.json); err != nil {
+			return err
+		}
 	}
 	if f.junit == "" {
 		return nil
 	}
 	if st, err := os.Stat(f.junit); err == nil && st.IsDir() {
 		return fmt.Errorf("--junit %s: is a folder, want a file", f.junit)
+	}
+	if err := difftest.CheckOutputPath("--junit", f.junit); err != nil {
+		return err
 	}
 	probe, err := os.CreateTemp(filepath.Dir(f.junit), "."+filepath.Base(f.junit)+".*.tmp")
 	if err != nil {
@@ -86,7 +106,7 @@ func checkTimeout(d time.Duration) error {
 
 // openImpl resolves --impl. A usage problem exits 2, an implementation
 // that cannot run here exits 125, both with one line.
-func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
+func (f *implFlags) openImpl(ctx context.Context, stderr io.Writer) (difftest.Impl, int) {
 	if f.impl == "" {
 		return nil, usageErr(stderr, "no --impl given and this build has no cuda implementation; use --impl reference, mutant:NAME or exec:CMD")
 	}
@@ -97,7 +117,7 @@ func (f *implFlags) openImpl(stderr io.Writer) (difftest.Impl, int) {
 			}
 		}
 	}
-	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout})
+	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout, Context: ctx})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
@@ -223,10 +243,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if items.Len() == 0 {
 		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
 	}
-	if err := f.checkReportPaths(); err != nil {
+	if err := f.checkReportPaths("--suite", *suiteName); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	impl, code := f.openImpl(stderr)
+	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
 	}
@@ -267,11 +287,15 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	h.Cases, h.Selected = e.cases, e.selected
 	var jw *difftest.JSONLWriter
 	if f.json != "" {
-		jf, err := os.Create(f.json)
+		jf, err := difftest.CreateStream("--json", f.json)
 		if err != nil {
-			return usageErr(stderr, "--json: %v", err)
+			return usageErr(stderr, "%v", err)
 		}
 		defer jf.Close()
+		// A FIFO whose reader stopped reading cannot hold the run: once a
+		// person stops it, a blocked write gives up within
+		// jsonStallGrace (the summary still reaches a reader that reads).
+		defer context.AfterFunc(ctx, func() { _ = jf.SetWriteDeadline(time.Now().Add(jsonStallGrace)) })()
 		jw = difftest.NewJSONLWriter(jf)
 		if err := jw.Header(h); err != nil {
 			return fail(stderr, err, difftest.Summary{})

@@ -92,7 +92,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return usageErr(stderr, "-o %s: %v", *outDir, err)
 	}
-	impl, code := f.openImpl(stderr)
+	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
 	}

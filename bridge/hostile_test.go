@@ -1,0 +1,93 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// KD_LIBCUDA naming a FIFO: `run --impl cuda` and `info` used to hang in
+// dlopen; both now refuse it at once.
+func TestDriverEnvFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "libcuda.so.1")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(DriverEnv, fifo)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := NewImpl(difftest.ImplOptions{})
+		var re *difftest.RunError
+		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "KD_LIBCUDA: driver library "+fifo+" is a FIFO") {
+			t.Errorf("NewImpl: %v, want unavailable naming the FIFO", err)
+		}
+		info, ok := difftest.LookupCommand("info")
+		if !ok {
+			t.Error("no info command")
+			return
+		}
+		var out, errb bytes.Buffer
+		info.Run(context.Background(), nil, &out, &errb)
+		if !strings.Contains(out.String()+errb.String(), "is a FIFO, not a shared library file") {
+			t.Errorf("info: stdout %q stderr %q, want the FIFO named", out.String(), errb.String())
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("still blocked after 20 s")
+	}
+}
+
+// bench --baseline FATBIN reads its file bounded, never blocking: a
+// device (/dev/zero), a FIFO and a sparse 6 GiB file are refused before
+// anything is read or allocated.
+func TestBaselineFatbinBounded(t *testing.T) {
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main.fatbin")
+	if err := os.WriteFile(main, []byte("not a module"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "base.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse.fatbin")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(6 << 30); err != nil {
+		t.Skipf("no sparse file here: %v", err)
+	}
+	f.Close()
+	for base, want := range map[string]string{
+		"/dev/zero": "not a regular file (a character device)",
+		fifo:        "not a regular file (a FIFO)",
+		sparse:      "file too large: 6442450944 bytes, above the limit of 268435456 bytes",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := NewImpl(difftest.ImplOptions{Fatbin: main, Baseline: base})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			var re *difftest.RunError
+			if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "baseline fatbin: ") || !strings.Contains(re.Msg, want) {
+				t.Errorf("--baseline %s: %v, want unavailable with %q", base, err, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("--baseline %s: still blocked after 20 s", base)
+		}
+	}
+}
