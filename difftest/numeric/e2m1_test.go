@@ -94,7 +94,7 @@ func TestUE8M0CeilF32(t *testing.T) {
 		want uint8
 	}{
 		{1, 127}, {2, 128}, {0.5, 126}, {math.Nextafter32(1, 2), 128}, {math.Nextafter32(1, 0), 127},
-		{1e-4, 114},   // 1e-4 ≈ 2^-13.29: ceil 2^-13
+		{1e-4, 114},    // 1e-4 ≈ 2^-13.29: ceil 2^-13
 		{3.0 / 6, 126}, // exact 0.5
 		{0, 1}, {math.Float32frombits(1), 1}, {math.Float32frombits(0x00800000), 1}, {math.Float32frombits(0x00800001), 2},
 		{0x1p127, 254}, {math.MaxFloat32, 254}, {float32(math.Inf(1)), 254}, {float32(math.NaN()), 254},
@@ -109,6 +109,33 @@ func TestUE8M0CeilF32(t *testing.T) {
 		_, e := UE8M0Ceil(float64(s))
 		if got := UE8M0CeilF32(s); int(got) != 127+e {
 			t.Errorf("UE8M0CeilF32(%g) = %d, UE8M0Ceil exponent %d", s, got, e)
+		}
+	}
+}
+
+// TestGoldenE2M1 checks E2M1ToF64 on all 16 codes and E2M1FromF32 on the
+// finite inputs of the table against ml_dtypes' float4_e2m1fn, code for
+// code (signed zeros included: both keep the sign of a value that rounds
+// to zero).
+func TestGoldenE2M1(t *testing.T) {
+	rows := goldenRows(t, "e2m1.txt", 2)
+	if len(rows) < 16+100 {
+		t.Fatalf("e2m1: %d rows, want the 16 codes and the encode inputs", len(rows))
+	}
+	for i, r := range rows[:16] {
+		if r[0] != uint64(i) {
+			t.Fatalf("e2m1 row %d holds code %x", i, r[0])
+		}
+		if got := math.Float32bits(float32(E2M1ToF64(uint8(i)))); uint64(got) != r[1] {
+			t.Errorf("E2M1ToF64(%x) = %08x, ml_dtypes %08x", i, got, r[1])
+		}
+	}
+	bad := 0
+	for _, r := range rows[16:] {
+		x := math.Float32frombits(uint32(r[0]))
+		if got := E2M1FromF32(x); uint64(got) != r[1] && bad < 10 {
+			t.Errorf("E2M1FromF32(%g = %08x) = %x, ml_dtypes %x", x, r[0], got, r[1])
+			bad++
 		}
 	}
 }
