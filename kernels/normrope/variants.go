@@ -90,8 +90,9 @@ const scaleULPs = 4
 // for the diagnosis (difftest.Matcher): every byte outside the written
 // slots equal (canary kept, or changed alike); for each token with
 // out_loc ≥ 0 whose values are specified (not "don't care", see Check),
-// its BF16 values or FP8 codes equal byte for byte, and its FP8 scale
-// equal (ue8m0) or within scaleULPs f32 ULPs of the same sign (plain).
+// its BF16 values or FP8/FP4 codes equal byte for byte, and its FP8 scale
+// equal (ue8m0) or within scaleULPs f32 ULPs of the same sign (plain), its
+// four FP4 scale bytes equal.
 // Don't-care tokens' slots are not compared. An invalid case or a cache
 // of the wrong size does not match.
 func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
@@ -109,8 +110,11 @@ func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
 		}
 		codesAt, scaleAt := slotBytes(p, int(slot))
 		n := Dim
-		if p.Store == StoreBF16 {
+		switch p.Store {
+		case StoreBF16:
 			n = 2 * Dim
+		case StoreFP4:
+			n = Dim / 2
 		}
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true
