@@ -233,8 +233,12 @@ func (s sim32) storeFP4(p Params, cache []byte, slot int, z *[Dim]float32) {
 		inv1 := math.Float32frombits(uint32(254-int(e1)) << 23)
 		var v [FP4Block]float32
 		var a2 float32
+		oneStage := s.fault == variantFP4OneStage || s.fault == variantFP4TiesDownPack
 		for k, x := range blk {
 			v[k] = float32(numeric.E2M1Round(float64(x*inv1))) * s1
+			if oneStage {
+				v[k] = x
+			}
 			if a := float32(math.Abs(float64(v[k]))); a > a2 {
 				a2 = a
 			}
@@ -243,6 +247,9 @@ func (s sim32) storeFP4(p Params, cache []byte, slot int, z *[Dim]float32) {
 		inv2 := math.Float32frombits(uint32(254-int(e2)) << 23)
 		for k := range blk {
 			c := numeric.E2M1FromF32(v[k] * inv2)
+			if s.fault == variantFP4TiesDownPack {
+				c = e2m1TiesDown(v[k] * inv2)
+			}
 			if c == 0x8 {
 				c = 0
 			}
@@ -267,4 +274,22 @@ func (s sim32) storeFP4(p Params, cache []byte, slot int, z *[Dim]float32) {
 		cache[codesAt+i] = lo | hi<<4
 	}
 	copy(cache[scaleAt:scaleAt+fp4Blocks], exps[:])
+}
+
+// e2m1TiesDown returns the e2m1 code of q rounded to nearest with ties
+// toward zero, saturating, sign kept: DeepGEMM's _quantize_to_fp4_e2m1
+// (the index counts the midpoints 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5
+// strictly below |q|).
+func e2m1TiesDown(q float32) uint8 {
+	a := math.Abs(float64(q))
+	var idx uint8
+	for _, m := range fp4Mids {
+		if a > m {
+			idx++
+		}
+	}
+	if math.Signbit(float64(q)) {
+		idx |= 8
+	}
+	return idx
 }

@@ -1,9 +1,11 @@
 package normrope
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,4 +221,54 @@ func tightCase(c *difftest.Case) bool {
 		}
 	}
 	return true
+}
+
+// TestFP4VariantsDiagnosed runs the two one-stage FP4 packers of the
+// field on the quick suite's FP4 cases: each fails the check (a block
+// whose largest code is 3 stores another scale byte), and the diagnosis
+// names the variant run. On Gaussian keys the two packers may agree (no
+// value falls exactly on a midpoint), so there both names may match; the
+// fp4-blocks case has exact midpoints and tells them apart.
+func TestFP4VariantsDiagnosed(t *testing.T) {
+	for _, name := range []string{variantFP4OneStage, variantFP4TiesDownPack} {
+		var v difftest.Variant
+		for _, x := range Variants() {
+			if x.Name == name {
+				v = x
+			}
+		}
+		impl := difftest.MutantImpl{Kernel: KernelName, Mutant: difftest.Mutant{Name: v.Name, Run: v.Run}}
+		failed := 0
+		for _, spec := range loadSuite(t, "quick") {
+			c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := paramsOf(c)
+			if p.Store != StoreFP4 {
+				continue
+			}
+			rec := difftest.NewRecord(c, impl.Name())
+			out, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, c, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rec.Failed() {
+				t.Errorf("%s passes %s", name, spec.ID())
+				continue
+			}
+			failed++
+			d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+			t.Logf("%s on %s: diagnosed as %v", name, spec.ID(), d.Matches)
+			if !slices.Contains(d.Matches, name) {
+				t.Errorf("%s on %s: diagnosed as %v", name, spec.ID(), d.Matches)
+			}
+			if spec.Family == "fp4-blocks" && !slices.Equal(d.Matches, []string{name}) {
+				t.Errorf("%s on %s: diagnosed as %v, want it alone", name, spec.ID(), d.Matches)
+			}
+		}
+		if failed == 0 {
+			t.Errorf("%s: no FP4 case in the quick suite", name)
+		}
+	}
 }
