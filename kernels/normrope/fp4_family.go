@@ -70,7 +70,8 @@ func fp4BlockValues(kind string, s *rng.Stream) [FP4Block]float64 {
 			}
 			if kind == "midpoints" && k%2 == 1 {
 				// one bf16 step (2^-7 relative at most) off the midpoint
-				step := math.Ldexp(1, int(math.Floor(math.Log2(m)))-7)
+				_, e2 := math.Frexp(m) // m = f·2^e2, f in [0.5, 1): the bf16 step is 2^(e2−1−7)
+				step := math.Ldexp(1, e2-8)
 				m += step * float64(2*s.Intn(2)-1)
 			}
 			v[k] = math.Ldexp(m, e)
@@ -106,7 +107,7 @@ func fillFP4Blocks(g *gen) {
 		}
 		blocks[b] = fp4BlockValues(kind, plan)
 		for _, v := range blocks[b] {
-			ss += v * v
+			ss += float64(v * v) // rounded: no fused multiply-add on any host
 		}
 	}
 	r := 1 / math.Sqrt(ss/Dim+float64(g.p.Eps))
