@@ -70,8 +70,9 @@ const ratioCap = 1e9
 // elements, mismatches, mismatch_fraction, max_ratio, off_nearest
 // (accepted elements that are not the rounding of the exact value: the
 // neighbour next to a midpoint, at the edge of the accepted interval), and
-// max_ulp (BF16) or max_code_distance and scale_mismatches (FP8),
-// distances taken against want. Worst lists up to 8 elements by ratio.
+// max_ulp (BF16) or max_code_distance and scale_mismatches (FP8; FP4 in
+// e2m1 steps and blocks), distances taken against want. Worst lists up to
+// 8 elements by ratio.
 //
 // A case with written tokens none of which is checked compares no value.
 // Validate rejects such a case unless its family is one whose point is

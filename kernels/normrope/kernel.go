@@ -50,7 +50,8 @@ func (Kernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
 
 // Written returns, for the single output, the byte ranges of every slot a
 // token with out_loc ≥ 0 owns, sorted by offset: FP8, its 128 code bytes
-// and its 4 scale bytes; BF16, its 256 bytes. Nil for an invalid case.
+// and its 4 scale bytes; BF16, its 256 bytes; FP4, its 64 code bytes and
+// its 4 scale bytes. Nil for an invalid case.
 func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
 	rs, err := written(c)
 	if err != nil {
