@@ -35,16 +35,13 @@ func fakeNormRope(bug bool) fakecuda.Kernel {
 		}
 		names := map[int32]string{0: "rms", 1: "layer"}
 		styles := map[int32]string{0: "neox", 1: "interleaved"}
-		stores := map[int32]string{0: "fp8", 1: "bf16"}
+		stores := map[int32]string{0: "fp8", 1: "bf16", 2: "fp4"}
 		scales := map[int32]string{0: "plain", 1: "ue8m0"}
 		params, _ := json.Marshal(map[string]any{
 			"norm": names[i32(96)], "rope_offset": i32(100), "rope_style": styles[i32(104)], "hadamard": i32(108) != 0,
 			"store": stores[i32(112)], "scale_fmt": scales[i32(116)], "page_size": P, "num_pages": numPages, "eps": eps, "model": "v4",
 		})
-		pageBytes := 132 * P
-		if i32(112) == 1 {
-			pageBytes = 256 * P
-		}
+		pageBytes := map[int32]int{0: 132 * P, 1: 256 * P, 2: 68 * P}[i32(112)]
 		ts := map[string]*difftest.Tensor{}
 		read := func(off int, name string, dt difftest.DType, shape ...int) ([]byte, error) {
 			t := difftest.MustTensor(name, dt, shape...)

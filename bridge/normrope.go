@@ -93,8 +93,8 @@ func enum(name, got string, values map[string]int32) (int32, error) {
 // grid (⌈N / tokens per block⌉, 1, 1). Inputs x bf16 [N, x_stride ≥ 128],
 // weight f32 [128], bias f32 [128] (required for LayerNorm, NULL when
 // absent), freqs f32 [max_pos, 64], positions i64 [N], out_loc i64 [N];
-// in/out cache u8 [num_pages, page_bytes] with page_bytes 132·P (FP8) or
-// 256·P (BF16). Errors name the tensor or parameter and the rule: unknown
+// in/out cache u8 [num_pages, page_bytes] with page_bytes 132·P (FP8),
+// 256·P (BF16) or 68·P (FP4). Errors name the tensor or parameter and the rule: unknown
 // enum strings, rope_offset not 0 or 64, eps not finite and > 0, P not a
 // power of two, shapes that disagree. Per-token rules (positions below
 // max_pos, out_loc distinct and in range) are the harness's Validate.
@@ -111,12 +111,12 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 	if err != nil {
 		return launch{}, err
 	}
-	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_STORE_FP8, "bf16": C.KD_STORE_BF16})
+	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_STORE_FP8, "bf16": C.KD_STORE_BF16, "fp4": C.KD_STORE_FP4})
 	if err != nil {
 		return launch{}, err
 	}
 	scale := int32(C.KD_SCALE_PLAIN)
-	if p.Store == "fp8" || p.ScaleFmt != "" {
+	if p.Store != "bf16" || p.ScaleFmt != "" {
 		if scale, err = enum("scale_fmt", p.ScaleFmt, map[string]int32{"plain": C.KD_SCALE_PLAIN, "ue8m0": C.KD_SCALE_UE8M0}); err != nil {
 			return launch{}, err
 		}
@@ -165,8 +165,11 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 		return launch{}, err
 	}
 	pageBytes := 132 * p.PageSize
-	if p.Store == "bf16" {
+	switch p.Store {
+	case "bf16":
 		pageBytes = 256 * p.PageSize
+	case "fp4":
+		pageBytes = 68 * p.PageSize
 	}
 	cache, err := need(ts, "cache", difftest.U8, 2, axis{1, pageBytes, "page bytes for store " + p.Store + " and P"})
 	if err != nil {

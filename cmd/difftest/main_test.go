@@ -62,11 +62,12 @@ var catalog = []string{
 	"rope-style-swap", "rope-half-swap", "rope-position-off-by-one", "bf16-truncate", "fp8-double-round",
 	"fp8-no-saturate", "ue8m0-floor", "scale-no-floor", "cache-scale-interleaved", "write-negative-slot",
 	"skip-tail-token", "hadamard-unscaled",
+	"fp4-scale-wrong-block", "fp4-amax-448", "fp4-nibble-swap", "fp4-cache-interleaved",
 	"logits-grid-cap", "logits-scale-interleaved", "logits-one-scale-per-page", "logits-no-relu",
 	"logits-weights-ignored", "logits-page-row0", "logits-bf16-dot", "logits-past-length",
 }
 
-// `difftest selftest` on the default suite catches all 30 mutants and the
+// `difftest selftest` on the default suite catches all 34 mutants and the
 // reference passes every case.
 func TestSelftestCatchesEveryMutant(t *testing.T) {
 	var stdout, stderr bytes.Buffer
@@ -91,7 +92,7 @@ func TestSelftestCatchesEveryMutant(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("registered mutants\n%v\nwant the catalog of docs/mutants.md and docs/contracts/indexer_logits.md\n%v", names, want)
 	}
-	if !strings.Contains(stdout.String(), "selftest passed: 30 of 30 mutants caught, reference passes") {
+	if !strings.Contains(stdout.String(), "selftest passed: 34 of 34 mutants caught, reference passes") {
 		t.Errorf("verdict line missing:\n%s", stdout.String())
 	}
 }

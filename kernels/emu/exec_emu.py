@@ -93,7 +93,7 @@ def main():
                 "rope_offset": params["rope_offset"],
                 "rope_style": {"neox": 0, "interleaved": 1}[params["rope_style"]],
                 "hadamard": 1 if params["hadamard"] else 0,
-                "store": {"fp8": 0, "bf16": 1}[params["store"]],
+                "store": {"fp8": 0, "bf16": 1, "fp4": 2}[params["store"]],
                 "scale_fmt": {"plain": 0, "ue8m0": 1}[params.get("scale_fmt") or "plain"],
             }
             which, outs = "normrope", ["cache"]

@@ -21,8 +21,11 @@ func (Kernel) MinBytes(c *difftest.Case) int64 {
 		return 0
 	}
 	store := int64(Dim + 4)
-	if p.Store == "bf16" {
+	switch p.Store {
+	case StoreBF16:
 		store = 2 * Dim
+	case StoreFP4:
+		store = Dim/2 + fp4Blocks
 	}
 	n := int64(8*loc.Len()) + 4*Dim
 	if p.Norm == "layer" {

@@ -41,7 +41,7 @@ type gen struct {
 // NewCase draws the case spec describes (see Families for the input
 // families and their parameters). Suite parameters, all optional:
 //
-//	preset     "v32" | "v4" | "v4-bf16" (default "v4"), then overrides:
+//	preset     "v32" | "v4" | "v4-bf16" | "v4-fp4" (default "v4"), then overrides:
 //	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model
 //	P          page size, a power of two in [1, MaxPageSize] (default 64)
 //	N          tokens, [1, MaxTokens] (default 96)
@@ -114,7 +114,7 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 		return nil, family{}, fmt.Errorf("case %s: unknown family %q (want one of %v)", spec.ID(), spec.Family, Families())
 	}
 	pp := difftest.NewParams(spec.ID(), spec.Params)
-	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16)
+	preset := pp.String("preset", PresetV4, PresetV32, PresetV4, PresetV4BF16, PresetV4FP4)
 	pageSize := pp.Int("P", 64)
 	p, err := Preset(preset, pageSize)
 	if err != nil { // pp has recorded the bad name; pp.Err reports it below
@@ -124,7 +124,7 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 	p.RopeOffset = pp.Int("rope_offset", p.RopeOffset)
 	p.RopeStyle = pp.String("rope_style", p.RopeStyle, StyleNeox, StyleInterleaved)
 	p.Hadamard = pp.Bool("hadamard", p.Hadamard)
-	p.Store = pp.String("store", p.Store, StoreFP8, StoreBF16)
+	p.Store = pp.String("store", p.Store, StoreFP8, StoreBF16, StoreFP4)
 	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
 	eps := pp.Float("eps", float64(DefaultEps))
 	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)

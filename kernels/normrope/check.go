@@ -49,6 +49,8 @@ const ratioCap = 1e9
 //     re-quantised reference wherever εq is below half a step, and a
 //     neighbour only near a rounding midpoint (double rounding through f16
 //     is caught there).
+//   - FP4: per 32-value block, the stage-1 scale, the stage-2 scale stored
+//     and the codes judged under the scale stored (checkFP4).
 //   - Tokens whose inputs are NaN/inf or whose f32 sums may overflow are
 //     "don't care" and skipped.
 //
@@ -68,8 +70,9 @@ const ratioCap = 1e9
 // elements, mismatches, mismatch_fraction, max_ratio, off_nearest
 // (accepted elements that are not the rounding of the exact value: the
 // neighbour next to a midpoint, at the edge of the accepted interval), and
-// max_ulp (BF16) or max_code_distance and scale_mismatches (FP8),
-// distances taken against want. Worst lists up to 8 elements by ratio.
+// max_ulp (BF16) or max_code_distance and scale_mismatches (FP8; FP4 in
+// e2m1 steps and blocks), distances taken against want. Worst lists up to
+// 8 elements by ratio.
 //
 // A case with written tokens none of which is checked compares no value.
 // Validate rejects such a case unless its family is one whose point is
@@ -110,9 +113,12 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 				continue
 			}
 			tl.tokens++
-			if in.p.Store == StoreBF16 {
+			switch in.p.Store {
+			case StoreBF16:
 				checkBF16(in.p, t, int(slot), &tb, got[0].Data, want[0].Data, tl)
-			} else {
+			case StoreFP4:
+				checkFP4(in.p, t, int(slot), &tb, got[0].Data, want[0].Data, tl)
+			default:
 				checkFP8(in.p, t, int(slot), &tb, got[0].Data, want[0].Data, tl)
 			}
 		}
@@ -468,5 +474,129 @@ func checkFP8(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 				Want:   fmt.Sprintf("0x%02x (%g; exact z/scale %.9g ± %.3g, accepted [%g, %g])", w, numeric.E4M3ToF32(w), q, eq, lo, hi),
 			}
 		})
+	}
+}
+
+// checkFP4 compares one token's FP4 slot (fp4.go) block by block. With
+// z_k exact and E_k its f32 bound, a block's stage-1 scale s₁ may be any
+// ue8m0 ceiling of a value in [max(|z| − E), max(|z| + E)]/6 (widened by
+// 4u: the f32 product by 1/6): the reference's, or its neighbour where
+// a₁/6 lies within the bound of a power of two. Under each such s₁ every
+// value's stage-1 code may be any e2m1 grid point between the roundings
+// of (z_k ∓ E_k)/s₁: the reference's, or a neighbour where z_k/s₁ lies
+// within E_k/s₁ of a midpoint between codes. The stage-2 scales
+// admitted are those of the block maxima |g| those intervals allow
+// (stage 2 is exact on stage-1 values: a₂ = |g|·s₁ and a₂/6 are exact).
+// The stored scale must be one of them (a mismatch otherwise, judged
+// against the reference's); the stored codes are then judged under the
+// scale actually stored, s₂: code c_k is accepted when it is the packing
+// e2m1(g·s₁/s₂) (−0 as +0) of some admitted g with |g|·s₁ ≤ 6·s₂. Of the
+// s₁ that admit the stored scale, the one admitting the most codes
+// judges them.
+//
+// Ratios: the scale 0 when it equals the reference's, 1 for an accepted
+// neighbour, ratioCap when rejected; a code 0 when it is the packing of
+// the rounding of the exact value under (s₁, s₂), else the share of
+// E_k/s₁ that value needs to reach the stage-1 midpoint (roundRatio), or
+// 1 (accepted) / ratioCap (rejected) where the code is not on the stage-1
+// grid (the amax floor's double rounding).
+func checkFP4(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally) {
+	codesAt, scaleAt := slotBytes(p, slot)
+	nib := func(buf []byte, k int) uint8 {
+		v := buf[codesAt+k/2]
+		if k%2 == 0 {
+			return v & 0xF
+		}
+		return v >> 4
+	}
+	for b := 0; b < fp4Blocks; b++ {
+		lo := b * FP4Block
+		z, e := tb.z[lo:lo+FP4Block], tb.e[lo:lo+FP4Block]
+		cands := fp4Candidates(z, e)
+		a1 := 0.0
+		for _, v := range z {
+			a1 = math.Max(a1, math.Abs(v))
+		}
+		s1Ref := fp4Stage1Scale(a1)
+		a2 := 0.0
+		for _, v := range z {
+			a2 = math.Max(a2, math.Abs(numeric.E2M1Round(v/s1Ref)*s1Ref))
+		}
+		sRef := fp4Stage2Scale(a2)
+		gs, ws := got[scaleAt+b], want[scaleAt+b]
+		sGot := numeric.UE8M0ToF64(gs)
+		best, bestN := -1, -1
+		for i := range cands {
+			if !cands[i].hasS2(sGot) {
+				continue
+			}
+			n := 0
+			for k := 0; k < FP4Block; k++ {
+				if cands[i].codeOK(k, nib(got, lo+k), sGot) {
+					n++
+				}
+			}
+			if n > bestN || (n == bestN && cands[i].s1 == s1Ref) {
+				best, bestN = i, n
+			}
+		}
+		scaleOK := best >= 0
+		s2 := sGot
+		if !scaleOK {
+			tl.scaleMismatch++
+			s2 = sRef
+			for i := range cands {
+				if cands[i].s1 == s1Ref {
+					best = i
+				}
+			}
+		}
+		sRatio := 0.0
+		switch {
+		case !scaleOK:
+			sRatio = ratioCap
+		case sGot != sRef:
+			sRatio = 1
+			tl.offNearest++
+		}
+		tl.record(t, !scaleOK, math.IsNaN(sGot), sRatio, func() difftest.Element {
+			return difftest.Element{
+				Tensor: NameCache,
+				Index:  fmt.Sprintf("token %d slot %d scale %d", t, slot, b),
+				Got:    fmt.Sprintf("0x%02x (%g)", gs, sGot),
+				Want:   fmt.Sprintf("0x%02x (%g; block amax %.9g, stage-1 scale %g)", ws, numeric.UE8M0ToF64(ws), a1, s1Ref),
+			}
+		})
+		blk := &cands[best]
+		for k := 0; k < FP4Block; k++ {
+			c, w := nib(got, lo+k), nib(want, lo+k)
+			ok := blk.codeOK(k, c, s2)
+			x, ex := z[k]/blk.s1, e[k]/blk.s1
+			near := fp4Code(numeric.E2M1Round(x)*blk.s1/s2) == c
+			v := numeric.E2M1ToF64(c) * s2 / blk.s1
+			onGrid := !math.IsNaN(e2m1Up(v)) && v == numeric.E2M1Round(v)
+			var ratio float64
+			switch {
+			case ok && near:
+			case onGrid:
+				ratio = tl.scoreRound(v, x, ex, !ok, numeric.E2M1Round, e2m1Down, e2m1Up)
+			case ok:
+				ratio = 1
+				tl.offNearest++
+			default:
+				ratio = ratioCap
+			}
+			if d := numeric.E2M1CodeDistance(c, w); d > tl.maxDist {
+				tl.maxDist = d
+			}
+			tl.record(t, !ok, false, ratio, func() difftest.Element {
+				return difftest.Element{
+					Tensor: NameCache,
+					Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, lo+k),
+					Got:    fmt.Sprintf("0x%x (%g × scale %g)", c, numeric.E2M1ToF64(c), s2),
+					Want:   fmt.Sprintf("0x%x (%g; exact z/s1 %.9g ± %.3g, s1 %g)", w, numeric.E2M1ToF64(w), x, ex, blk.s1),
+				}
+			})
+		}
 	}
 }

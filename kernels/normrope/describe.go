@@ -25,13 +25,13 @@ func describeParams(family string) []difftest.ParamInfo {
 		numPages = "int, default room for (2·ceil(N/2) + 1)·P slots: cache pages; num_pages·page_bytes ≤ MaxCacheBytes"
 	}
 	ps := []difftest.ParamInfo{
-		{Name: "preset", Doc: `string, default "v4": v32, v4 or v4-bf16; the params below override it`},
+		{Name: "preset", Doc: `string, default "v4": v32, v4, v4-bf16 or v4-fp4; the params below override it`},
 		{Name: "norm", Doc: `string, default the preset's: rms or layer`},
 		{Name: "rope_offset", Doc: "int, default the preset's: first RoPE dim, 0 or 64"},
 		{Name: "rope_style", Doc: `string, default the preset's: neox or interleaved`},
-		{Name: "hadamard", Doc: "bool, default true: Hadamard transform after RoPE"},
-		{Name: "store", Doc: `string, default the preset's (fp8; bf16 for v4-bf16): fp8 or bf16`},
-		{Name: "scale_fmt", Doc: `string, default "plain": plain or ue8m0 (ue8m0 only with the fp8 store)`},
+		{Name: "hadamard", Doc: "bool, default the preset's (true; false for v4-fp4): Hadamard transform after RoPE"},
+		{Name: "store", Doc: `string, default the preset's (fp8; bf16 for v4-bf16, fp4 for v4-fp4): fp8, bf16 or fp4`},
+		{Name: "scale_fmt", Doc: `string, default the preset's ("plain"; "ue8m0" for v4-fp4): plain or ue8m0 (plain only with the bf16 store, ue8m0 only with the fp4 store)`},
 		{Name: "eps", Doc: "float, default 1e-6: norm epsilon, a positive normal f32"},
 		{Name: "model", Doc: `string, default the preset's: YaRN freqs table of v32 or v4`},
 		{Name: "P", Doc: fmt.Sprintf("int, default 64: page size, a power of two in [1, %d] (MaxPageSize)", MaxPageSize)},

@@ -82,8 +82,8 @@ func TestDescribeFamiliesMatchesParser(t *testing.T) {
 
 // TestDescribeFamiliesNoneRequired checks that no param is required: every
 // family draws from an empty params table, except the constructed FP8
-// families, which draw once their configuration (not a missing param) is
-// given.
+// and FP4 families, which draw once their configuration (not a missing
+// param) is given.
 func TestDescribeFamiliesNoneRequired(t *testing.T) {
 	direct := map[string]any{"norm": NormRMS, "hadamard": false, "store": StoreFP8, "scale_fmt": ScalePlain}
 	for _, name := range Families() {
@@ -93,8 +93,11 @@ func TestDescribeFamiliesNoneRequired(t *testing.T) {
 			t.Errorf("family %s with no params: %v", name, err)
 		}
 		spec.Params = direct
+		if name == "fp4-blocks" {
+			spec.Params = map[string]any{"norm": NormRMS, "hadamard": false, "store": StoreFP4, "scale_fmt": ScaleUE8M0}
+		}
 		if err := CheckSpec(spec); err != nil {
-			t.Errorf("family %s with %v: %v", name, direct, err)
+			t.Errorf("family %s with %v: %v", name, spec.Params, err)
 		}
 	}
 }

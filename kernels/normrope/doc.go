@@ -1,6 +1,6 @@
 // Package normrope is the Go contract of norm_rope_store (docs/contracts/norm_rope_store.md),
-// the fused norm + RoPE + Hadamard + paged FP8/BF16 store of indexer keys
-// in DeepSeek-V3.2/V4-style sparse attention: its parameters and presets,
+// the fused norm + RoPE + Hadamard + paged FP8/BF16/FP4 store of indexer
+// keys in DeepSeek-V3.2/V4/V4.1-style sparse attention: its parameters and presets,
 // real YaRN frequency tables, input validation, an f64 reference, the
 // store comparator with its derived tolerance, the input families, the
 // store mutants of docs/mutants.md, and the difftest.Kernel that registers
@@ -9,7 +9,8 @@
 // Tensors (contract names and order): x bf16 [N, x_stride ≥ 128], weight
 // f32 [128], bias f32 [128], freqs f32 [max_pos, 64] ((cos_j, sin_j)
 // interleaved), positions i64 [N], out_loc i64 [N]; output cache u8
-// [num_pages, 132·P] (FP8) or [num_pages, 256·P] (BF16), in-out. The
+// [num_pages, 132·P] (FP8), [num_pages, 256·P] (BF16) or [num_pages, 68·P]
+// (FP4), in-out. The
 // configuration travels as Params (JSON in capture files and exec
 // metadata; the field names match the bridge's packer of normrope.h).
 //
@@ -37,6 +38,20 @@
 //     off_nearest counts accepted neighbours of the nearest rounding.
 //   - FP8: codes are e4m3fn(z / s) with the exact scale s, the scale is
 //     stored as f32(s); the amax floor is the f32 constant 1e-4f.
+//   - FP4 (docs/contracts/norm_rope_store.md, "FP4 keys"; SGLang 0.5.23
+//     fp4_indexer_rope.cuh): RMSNorm and RoPE as configured, the Hadamard
+//     only when switched on (off in the v4-fp4 preset, as the real kernel),
+//     then per 32-value block two stages: a fake quantisation (s₁ = ue8m0
+//     ceiling of max(amax, 6·2^-126)/6, codes e2m1 of z/s₁) and the
+//     packer (s₂ = ue8m0 ceiling of max(amax₂/6, 1e-4f) over the
+//     fake-quantised values, codes e2m1 of v/s₂, −0 stored as 0x0); e2m1
+//     rounds to nearest with ties to the even code (cvt.rn.satfinite) and
+//     saturates at ±6. Dim 2i sits in the low nibble of payload byte i;
+//     scale byte b is block b's. A page is [P × 64 code bytes][P × 4 scale
+//     bytes]. The check admits either stage-1 scale where amax/6 lies
+//     within the f32 bound of a power of two and either code where z/s₁
+//     lies within it of a midpoint, and judges codes under the scale
+//     actually stored (checkFP4).
 //   - Don't care: tokens with NaN/inf inputs, or whose f32 sums (Σx²;
 //     Σ|x| and Σ(x − mean)² for LayerNorm) can overflow in some summation
 //     order, are skipped by Check; their slots are still in Written. A case
@@ -51,7 +66,8 @@
 //     suites and captures alike, with overflow-free arithmetic.
 //   - eps is checked as given (suite number, capture JSON text) before its
 //     f32 rounding: it must be a positive normal f32. The BF16 store takes
-//     scale_fmt "plain" only (ue8m0 is an FP8 scale format).
+//     scale_fmt "plain" only (ue8m0 is an FP8 scale format); the FP4 store
+//     "ue8m0" only (its block scales are ue8m0 bytes).
 //   - Preset label: Params.Preset names the preset the configuration
 //     equals exactly (switches, eps, model; P and num_pages free), and is
 //     empty otherwise; a capture whose label disagrees is rejected.

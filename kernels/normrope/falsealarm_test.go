@@ -12,7 +12,8 @@ import (
 // legitimate lists binary32 kernels that compute the contract correctly
 // but differently from one another: summation order, Hadamard algorithm
 // and scaling point, an rsqrtf up to 2 ULP off, division or reciprocal
-// product for the codes, a Welford mean and variance.
+// product for the codes (FP4: amax/6 by division or by the product with
+// f32(1/6)), a Welford mean and variance.
 var legitimate = []struct {
 	name string
 	sim  sim32
@@ -21,7 +22,7 @@ var legitimate = []struct {
 	{"tree", sim32{tree: true}},
 	{"tree-direct-hadamard", sim32{tree: true, direct: true}},
 	{"sequential-direct-prescale", sim32{direct: true, preScale: true}},
-	{"tree-rsqrt+2ulp-recip", sim32{tree: true, rsqrtULP: 2, recip: true}},
+	{"tree-rsqrt+2ulp-recip-div6", sim32{tree: true, rsqrtULP: 2, recip: true, fp4Div6: true}},
 	{"sequential-rsqrt-2ulp-prescale", sim32{rsqrtULP: -2, preScale: true}},
 	{"welford-direct-hadamard", sim32{welford: true, direct: true}},
 }
@@ -34,7 +35,7 @@ func falseAlarmConfigs() []map[string]any {
 		for _, off := range []int64{0, 64} {
 			for _, style := range []string{StyleNeox, StyleInterleaved} {
 				for _, had := range []bool{true, false} {
-					for _, st := range [][2]string{{StoreFP8, ScalePlain}, {StoreFP8, ScaleUE8M0}, {StoreBF16, ScalePlain}} {
+					for _, st := range [][2]string{{StoreFP8, ScalePlain}, {StoreFP8, ScaleUE8M0}, {StoreBF16, ScalePlain}, {StoreFP4, ScaleUE8M0}} {
 						out = append(out, map[string]any{"norm": norm, "rope_offset": off, "rope_style": style, "hadamard": had, "store": st[0], "scale_fmt": st[1]})
 					}
 				}

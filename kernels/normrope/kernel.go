@@ -50,7 +50,8 @@ func (Kernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
 
 // Written returns, for the single output, the byte ranges of every slot a
 // token with out_loc ≥ 0 owns, sorted by offset: FP8, its 128 code bytes
-// and its 4 scale bytes; BF16, its 256 bytes. Nil for an invalid case.
+// and its 4 scale bytes; BF16, its 256 bytes; FP4, its 64 code bytes and
+// its 4 scale bytes. Nil for an invalid case.
 func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
 	rs, err := written(c)
 	if err != nil {
@@ -78,11 +79,14 @@ func written(c *difftest.Case) ([]difftest.Range, error) {
 			continue
 		}
 		at, scaleAt := slotBytes(p, int(slot))
-		if p.Store == StoreBF16 {
+		switch p.Store {
+		case StoreBF16:
 			rs = append(rs, difftest.Range{Off: at, Len: 2 * Dim})
-			continue
+		case StoreFP4:
+			rs = append(rs, difftest.Range{Off: at, Len: Dim / 2}, difftest.Range{Off: scaleAt, Len: fp4Blocks})
+		default:
+			rs = append(rs, difftest.Range{Off: at, Len: Dim}, difftest.Range{Off: scaleAt, Len: 4})
 		}
-		rs = append(rs, difftest.Range{Off: at, Len: Dim}, difftest.Range{Off: scaleAt, Len: 4})
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Off < rs[j].Off })
 	return rs, nil
@@ -113,7 +117,7 @@ func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Res
 	return Check(c, got, want)
 }
 
-// Mutants returns the 12 store mutants; see Mutants.
+// Mutants returns the 16 store mutants; see Mutants.
 func (Kernel) Mutants() []difftest.Mutant { return Mutants() }
 
 // CheckSpec returns the error NewCase would return for spec, without

@@ -35,7 +35,7 @@ const (
 	// use 1 to 256). With it, page_bytes ≤ 256·2^16 cannot overflow.
 	MaxPageSize = 1 << 16
 	// MaxCacheBytes bounds the cache, num_pages·page_bytes: 2^30 (1 GiB;
-	// 8,134,407 FP8 or 4,194,304 BF16 token slots).
+	// 8,134,407 FP8, 4,194,304 BF16 or 15,790,320 FP4 token slots).
 	MaxCacheBytes = 1 << 30
 )
 

@@ -23,6 +23,7 @@ type sim32 struct {
 	preScale bool   // scale by 128^-½ before the transform instead of after
 	rsqrtULP int    // move 1/sqrt(v) by this many f32 ULPs (rsqrtf is within 2)
 	recip    bool   // codes as z·(1/scale) instead of z/scale
+	fp4Div6  bool   // FP4 stage 1: amax/6 by division instead of the product by f32(1/6)
 	welford  bool   // LayerNorm mean and variance by Welford's running update (as PyTorch's layer_norm kernels)
 	onePass  bool   // LayerNorm variance as E[x²] − mean² (one pass; not a legitimate kernel: it cancels when |mean| ≫ std)
 	fault    string // a mutant name of mutants.go, a variant name of variants.go, or ""
@@ -213,6 +214,10 @@ func (s sim32) run(in *inputs, cache []byte) {
 					}
 					binary.LittleEndian.PutUint16(cache[at+2*k:], b)
 				}
+				continue
+			}
+			if p.Store == StoreFP4 {
+				s.storeFP4(p, cache, slot, &z)
 				continue
 			}
 			s.storeFP8(p, cache, slot, &z)

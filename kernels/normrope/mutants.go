@@ -3,7 +3,9 @@
 // on a bug class seen in public kernels (wrong RoPE pairing or half, an
 // off-by-one position, truncating or double-rounding conversions, missing
 // saturation, a wrong scale rounding or floor, a wrong cache layout, a
-// missing out_loc guard, a dropped tail iteration, a missing normalisation).
+// missing out_loc guard, a dropped tail iteration, a missing normalisation;
+// for FP4 keys a scale from the wrong block, the wrong format maximum,
+// swapped nibbles, a per-token instead of per-page layout).
 
 package normrope
 
@@ -25,9 +27,14 @@ var mutantFaults = []struct{ name, fault string }{
 	{"write-negative-slot", "does not skip out_loc −1: writes that token to slot −1 wrapped modulo num_pages·P (the last slot)"},
 	{"skip-tail-token", "drops the last token when N is not a multiple of 8"},
 	{"hadamard-unscaled", "omits the 128^-½ normalisation of the Hadamard transform"},
+	{"fp4-scale-wrong-block", "FP4: stores block 2's scale in byte 1 and block 1's in byte 2 (the four exponents gathered from the wrong lanes into the scale word)"},
+	{"fp4-amax-448", "FP4: block scales from amax/448 (the e4m3 maximum) instead of amax/6, so every code lands near zero"},
+	{"fp4-nibble-swap", "FP4: packs dim 2i in the high nibble and dim 2i+1 in the low one"},
+	{"fp4-cache-interleaved", "FP4: writes each token as [64 code bytes | 4 scale bytes] at off·68 instead of the page's codes then the page's scales"},
 }
 
-// Mutants returns the 12 store mutants of docs/mutants.md. Each Run writes
+// Mutants returns the 16 store mutants of docs/mutants.md (the last four
+// FP4-only: on another store they are the correct kernel). Each Run writes
 // outs[0] (the cache) like a correct binary32 kernel except for its fault;
 // it returns the case's *InputError if the case is invalid.
 func Mutants() []difftest.Mutant {

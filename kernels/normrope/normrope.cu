@@ -1,4 +1,4 @@
-/* Fused norm + RoPE + Hadamard + paged FP8/BF16 store of indexer keys
+/* Fused norm + RoPE + Hadamard + paged FP8/BF16/FP4 store of indexer keys
  * (norm_rope_store).
  *
  * Contract: docs/contracts/norm_rope_store.md. Launch geometry, math order, rounding points and
@@ -6,7 +6,10 @@
  * LayerNorm (Ba et al. 2016), rotary embedding (Su et al., RoFormer 2021;
  * "neox" halves and GPT-J "interleaved" pairs), the fast Walsh-Hadamard
  * transform in natural (Sylvester) order, and the e4m3fn format of the OCP
- * 8-bit Floating Point Specification (OFP8) rev. 1.0.
+ * 8-bit Floating Point Specification (OFP8) rev. 1.0, and the e2m1 and E8M0
+ * formats of the OCP Microscaling Formats (MX) Specification v1.0; the FP4
+ * store's two stages follow DeepSeek-V4.1's index keys (docs/contracts/
+ * norm_rope_store.md, "FP4 keys").
  *
  * Fault builds (kernels/faults.txt) are the KD_FAULT_* blocks below; a
  * normal build defines none. */
@@ -92,6 +95,50 @@ __device__ __forceinline__ float ue8m0(float scale)
     return __uint_as_float(u);
 }
 
+/* f32_to_e2m1 encodes q as OCP e2m1 (bit 3 sign, bits 0-2 the index of
+ * the magnitude in {0, .5, 1, 1.5, 2, 3, 4, 6}): round to nearest, ties
+ * to the even code (strict comparisons at the midpoints whose lower
+ * neighbour is even: 0.25, 1.25, 2.5, 5; non-strict where it is odd:
+ * 0.75, 1.75, 3.5), |q| > 6 and inf saturate to index 7, NaN gives 0x7.
+ * The sign is kept (a negative value rounding to 0 gives 0x8). */
+__device__ __forceinline__ uint32_t f32_to_e2m1(float q)
+{
+    const float a = fabsf(q);
+    if (!(a == a)) return 0x7u;
+    const uint32_t idx = static_cast<uint32_t>(a > 0.25f) + static_cast<uint32_t>(a >= 0.75f) +
+                         static_cast<uint32_t>(a > 1.25f) + static_cast<uint32_t>(a >= 1.75f) +
+                         static_cast<uint32_t>(a > 2.5f) + static_cast<uint32_t>(a >= 3.5f) +
+                         static_cast<uint32_t>(a > 5.0f);
+    return ((__float_as_uint(q) >> 28) & 0x8u) | idx;
+}
+
+/* e2m1_value returns the value of an e2m1 code, exact in f32. */
+__device__ __forceinline__ float e2m1_value(uint32_t c)
+{
+    const uint32_t i = c & 7u;
+    const float mag = i < 4u ? static_cast<float>(i) * 0.5f : (i < 6u ? static_cast<float>(i) - 2.0f : static_cast<float>(i - 4u) * 2.0f);
+    return (c & 8u) ? -mag : mag;
+}
+
+/* ue8m0_byte returns the ue8m0 byte of the power of two at or above a
+ * non-negative s, on its bits: the exponent field, plus one if the
+ * mantissa field is non-zero, clamped to [1, 254]. */
+__device__ __forceinline__ uint32_t ue8m0_byte(float s)
+{
+    const uint32_t u = __float_as_uint(s) & 0x7FFFFFFFu;
+    if (u > 0x7F800000u) return 254u;
+    int e = static_cast<int>(u >> 23) + ((u & 0x007FFFFFu) != 0u ? 1 : 0);
+    e = e < 1 ? 1 : (e > 254 ? 254 : e);
+    return static_cast<uint32_t>(e);
+}
+
+__device__ __forceinline__ float block_max(float v)
+{
+#pragma unroll
+    for (int m = 4; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, m));
+    return v;
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
 #pragma unroll
@@ -131,6 +178,64 @@ __device__ __forceinline__ void store4(uint8_t *dst, uint32_t w)
 #pragma unroll
         for (int i = 0; i < 4; ++i) dst[i] = static_cast<uint8_t>(w >> (8 * i));
     }
+}
+
+/* store_fp4 quantises and writes the lane's 4 values (normrope.h step 5,
+ * FP4 store). Every lane of the warp calls it. */
+__device__ __forceinline__ void store_fp4(uint8_t *page_base, int64_t page_size, int64_t in_page, int lane,
+                                          const float v[kPerLane])
+{
+#ifdef KD_FAULT_FP4_AMAX_448
+    const float fmax = 448.0f; /* Fault: the e4m3 maximum. */
+#else
+    const float fmax = 6.0f;
+#endif
+    float a = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r) a = fmaxf(a, fabsf(v[r]));
+    a = block_max(a);
+    const uint32_t e1 = ue8m0_byte(__fmul_rn(fmaxf(a, 6.0f * 0x1p-126f), 1.0f / fmax));
+    const float s1 = __uint_as_float(e1 << 23), inv1 = __uint_as_float((254u - e1) << 23);
+    float g[kPerLane];
+    float a2 = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r) {
+        g[r] = __fmul_rn(e2m1_value(f32_to_e2m1(__fmul_rn(v[r], inv1))), s1);
+        a2 = fmaxf(a2, fabsf(g[r]));
+    }
+    a2 = block_max(a2);
+    const uint32_t e2 = ue8m0_byte(fmaxf(__fdiv_rn(a2, fmax), 1e-4f));
+    const float inv2 = __uint_as_float((254u - e2) << 23);
+    uint32_t c[kPerLane];
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r) {
+        c[r] = f32_to_e2m1(__fmul_rn(g[r], inv2));
+        if ((c[r] & 7u) == 0u) c[r] = 0u; /* -0 stored as +0 */
+    }
+#ifdef KD_FAULT_FP4_NIBBLE_SWAP
+    const uint32_t b0 = c[1] | (c[0] << 4), b1 = c[3] | (c[2] << 4); /* Fault: nibbles swapped. */
+#else
+    const uint32_t b0 = c[0] | (c[1] << 4), b1 = c[2] | (c[3] << 4);
+#endif
+    /* Block b's exponent lives on lanes 8b..8b+7; lane 0 gathers one of each. */
+    const uint32_t x1 = __shfl_sync(kFullMask, e2, 8), x2 = __shfl_sync(kFullMask, e2, 16);
+    const uint32_t x3 = __shfl_sync(kFullMask, e2, 24);
+#ifdef KD_FAULT_FP4_SCALE_WRONG_BLOCK
+    const uint32_t word = e2 | (x2 << 8) | (x1 << 16) | (x3 << 24); /* Fault: blocks 1 and 2 swapped. */
+#else
+    const uint32_t word = e2 | (x1 << 8) | (x2 << 16) | (x3 << 24);
+#endif
+#ifdef KD_FAULT_FP4_CACHE_INTERLEAVED
+    /* Fault: each slot's scales right after its codes (68-byte records). */
+    uint8_t *code_dst = page_base + in_page * 68;
+    uint8_t *scale_dst = code_dst + 64;
+#else
+    uint8_t *code_dst = page_base + in_page * 64;
+    uint8_t *scale_dst = page_base + 64 * page_size + in_page * 4;
+#endif
+    code_dst[2 * lane] = static_cast<uint8_t>(b0);
+    code_dst[2 * lane + 1] = static_cast<uint8_t>(b1);
+    if (lane == 0) store4(scale_dst, word);
 }
 
 /* norm applies RMSNorm or LayerNorm in place (normrope.h step 2). */
@@ -233,8 +338,9 @@ __device__ __forceinline__ bool config_ok(const kd_normrope_params &p)
            (p.rope_offset == 0 || p.rope_offset == 64) &&
            (p.rope_style == KD_ROPE_NEOX || p.rope_style == KD_ROPE_INTERLEAVED) &&
            (p.hadamard == 0 || p.hadamard == 1) &&
-           (p.store == KD_STORE_FP8 || p.store == KD_STORE_BF16) &&
-           (p.scale_fmt == KD_SCALE_PLAIN || p.scale_fmt == KD_SCALE_UE8M0) && p.log2_page >= 0 &&
+           (p.store == KD_STORE_FP8 || p.store == KD_STORE_BF16 || p.store == KD_STORE_FP4) &&
+           (p.scale_fmt == KD_SCALE_PLAIN || p.scale_fmt == KD_SCALE_UE8M0) &&
+           (p.store != KD_STORE_FP4 || p.scale_fmt == KD_SCALE_UE8M0) && p.log2_page >= 0 &&
            p.log2_page <= 30;
 }
 
@@ -291,6 +397,10 @@ extern "C" __global__ void __launch_bounds__(KD_NORMROPE_THREADS)
             store4(dst, lo);
             store4(dst + 4, hi);
         }
+        return;
+    }
+    if (p.store == KD_STORE_FP4) {
+        store_fp4(p.cache + page * KD_FP4_PAGE_BYTES(page_size), page_size, in_page, lane, v);
         return;
     }
 

@@ -1,4 +1,4 @@
-/* norm_rope_store: fused norm + RoPE + Hadamard + paged FP8/BF16 store of
+/* norm_rope_store: fused norm + RoPE + Hadamard + paged FP8/BF16/FP4 store of
  * indexer keys. Contract: docs/contracts/norm_rope_store.md. Shared by normrope.cu and by cgo
  * (bridge/), so it holds only C99 types and macros. */
 #ifndef KD_NORMROPE_H
@@ -12,7 +12,7 @@ extern "C" {
 
 enum { KD_NORM_RMS = 0, KD_NORM_LAYER = 1 };
 enum { KD_ROPE_NEOX = 0, KD_ROPE_INTERLEAVED = 1 };
-enum { KD_STORE_FP8 = 0, KD_STORE_BF16 = 1 };
+enum { KD_STORE_FP8 = 0, KD_STORE_BF16 = 1, KD_STORE_FP4 = 2 };
 enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
 
 /* Entry point: extern "C" kd_norm_rope_store(kd_normrope_params p).
@@ -56,6 +56,18 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
  *     128P + off*4, page = out_loc >> log2_page, off = out_loc & (P-1).
  *     BF16 store: bf16 round-to-nearest-even of z (NaN -> quiet NaN with
  *     its sign) at page*256P + off*256.
+ *     FP4 store (scale_fmt must be KD_SCALE_UE8M0), per 32-dim block (8
+ *     lanes; block maxima by fmaxf over xor 4, 2, 1 shuffles), two stages:
+ *     stage 1: e1 = ue8m0 byte of max(amax, 6*2^-126) * (1/6.0f) (exponent
+ *     field, +1 if the mantissa is non-zero, clamped to [1, 254]);
+ *     g = e2m1(z * 2^(127-e1)) * 2^(e1-127) (both products exact);
+ *     stage 2: e2 = ue8m0 byte of max(amax(g) / 6, 1e-4f) (division);
+ *     code = e2m1(g * 2^(127-e2)), a magnitude-0 code stored as 0x0.
+ *     e2m1: nearest of +-{0, .5, 1, 1.5, 2, 3, 4, 6}, ties to the even
+ *     code, |q| > 6 and inf saturate, NaN -> 0x7. Lane l packs dims 4l..4l+3
+ *     as bytes 2l (dim 4l low nibble, 4l+1 high) and 2l+1 at page*68P +
+ *     off*64; the four e2 bytes (block b in byte b) at page*68P + 64P +
+ *     off*4, written by lane 0.
  *  Only the bytes of the token's own slot are written.
  *
  * Preconditions (checked by the launcher and the harness before launch):
@@ -66,7 +78,8 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
  * its KD_* values; hadamard not 0 or 1; scale_fmt outside KD_SCALE_*, with
  * either store (the BF16 store does not read it but checks it); rope_offset
  * not 0 or 64; KD_NORM_LAYER with a NULL bias; log2_page outside [0, 30];
- * a position outside [0, max_pos); an out_loc >= num_pages * P. x, x_stride and cache need no particular
+ * a position outside [0, max_pos); an out_loc >= num_pages * P; the FP4
+ * store with a scale_fmt other than KD_SCALE_UE8M0. x, x_stride and cache need no particular
  * alignment: aligned pointers take vector loads and stores, others bytes.
  *
  * Fault builds: see kernels/faults.txt; -DKD_FAULT_<NAME> compiles one. */
@@ -77,6 +90,7 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
 #define KD_NORMROPE_ROPE_DIM         64  /* rotated dims, from rope_offset */
 #define KD_FP8_PAGE_BYTES(P)         (132 * (P)) /* 128 codes + 4 scale bytes per slot */
 #define KD_BF16_PAGE_BYTES(P)        (256 * (P))
+#define KD_FP4_PAGE_BYTES(P)         (68 * (P)) /* 64 packed e2m1 bytes + 4 ue8m0 bytes per slot */
 #define KD_HADAMARD_SCALE_F32        0.0883883461356163f /* bits 0x3DB504F3 */
 
 /* Parameters, passed by value to kd_norm_rope_store. Device pointers. */
@@ -87,7 +101,7 @@ typedef struct {
     const float    *freqs;      /* f32 [max_pos, 64]: (cos_j, sin_j) interleaved, j in [0, 32) */
     const int64_t  *positions;  /* i64 [num_tokens], 0 <= pos < max_pos */
     const int64_t  *out_loc;    /* i64 [num_tokens], -1 = skip, else distinct slots < num_pages * P */
-    uint8_t        *cache;      /* u8 [num_pages, page_bytes]; FP8: 132 * P, BF16: 256 * P */
+    uint8_t        *cache;      /* u8 [num_pages, page_bytes]; FP8: 132 * P, BF16: 256 * P, FP4: 68 * P */
     int64_t         x_stride;   /* row stride of x, elements */
     int64_t         num_tokens; /* N */
     int64_t         max_pos;    /* rows of freqs */

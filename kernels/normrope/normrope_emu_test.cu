@@ -10,7 +10,11 @@
  * nearest of the 253 finite codes by exact distance, ties to the even code,
  * saturation past 448, NaN -> 0x7F) over every code, every midpoint and its
  * f32 neighbours, the saturation edges and 2^20 random f32 values; bf16
- * round-to-nearest-even likewise; ue8m0 against 2^ceil(log2 s) via frexp.
+ * round-to-nearest-even likewise; ue8m0 against 2^ceil(log2 s) via frexp;
+ * e2m1 (OCP MX: nearest of the 15 values by exact distance, ties to the
+ * even code, saturation past 6) and the FP4 store's ue8m0 byte (frexp,
+ * clamped to [1, 254]) over the grid, every midpoint and its f32
+ * neighbours and 2^20 random f32 values.
  *
  * Part 2, end to end: tokens through the kernel vs a float64 reference of
  * docs/contracts/norm_rope_store.md written here (direct O(128^2) Hadamard sum, not a butterfly). Bounds:
@@ -19,7 +23,11 @@
  * output magnitude M, so: BF16 within 1 bf16 ULP of the reference plus
  * 2^-16 M; FP8 plain scale within 2^-16 relative; ue8m0 scale exact unless
  * amax/448 is within 2^-16 of a power of two; codes within one e4m3 step of
- * the reference value re-quantized with the kernel's scale. Every byte
+ * the reference value re-quantized with the kernel's scale; FP4: per
+ * 32-value block the two stages of docs/contracts/norm_rope_store.md
+ * ("FP4 keys") in float64, scale byte and codes equal, except blocks
+ * where a1/6 lies within 2^-16 M of a power of two or some z/s1 within
+ * 2^-16 M / s1 of an e2m1 midpoint (counted, not compared). Every byte
  * outside the written slots keeps its canary. */
 
 #include "../emu/host_emu.h"
@@ -118,6 +126,74 @@ float ref_ue8m0(float s)
     return static_cast<float>(m == 0.5 ? s : std::ldexp(1.0, e));
 }
 
+/* e2m1 value of a code (OCP MX FP4 E2M1). */
+double e2m1_ref_value(uint32_t c)
+{
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    return (c & 8u) ? -mag[c & 7u] : mag[c & 7u];
+}
+
+/* ref_e2m1: the nearest of the 15 values by exact distance, ties to the
+ * even code, sign kept; NaN -> 0x7 (the kernel's choice). */
+uint32_t ref_e2m1(float q)
+{
+    if (std::isnan(q)) return 0x7u;
+    if (std::fabs(q) > 6.0f) return (std::signbit(q) ? 8u : 0u) | 7u; /* saturation */
+    uint32_t best = 0;
+    double bd = 1e300;
+    for (uint32_t i = 0; i < 8; ++i) {
+        const double d = std::fabs(std::fabs(static_cast<double>(q)) - e2m1_ref_value(i));
+        if (d < bd || (d == bd && (i & 1u) == 0)) best = i, bd = d;
+    }
+    return (std::signbit(q) ? 8u : 0u) | best;
+}
+
+/* ref_ue8m0_byte: 127 + ceil(log2 s) by frexp, clamped to [1, 254]. */
+uint32_t ref_ue8m0_byte(float s)
+{
+    if (!(s > 0)) return 1;
+    if (std::isinf(s) || std::isnan(s)) return 254;
+    int e;
+    const double m = std::frexp(static_cast<double>(s), &e);
+    const int ce = m == 0.5 ? e - 1 : e;
+    return static_cast<uint32_t>(std::min(std::max(127 + ce, 1), 254));
+}
+
+void test_fp4_formats()
+{
+    std::vector<float> qs;
+    const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (int i = 0; i < 8; ++i) {
+        for (float v : {grid[i], i < 7 ? (grid[i] + grid[i + 1]) / 2 : 7.0f}) {
+            for (float w : {v, std::nextafter(v, 0.0f), std::nextafter(v, 100.0f)}) {
+                qs.push_back(w);
+                qs.push_back(-w);
+            }
+        }
+    }
+    for (float v : {1e30f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(), 0x1p-126f, 1e-4f})
+        qs.push_back(v), qs.push_back(-v);
+    uint64_t s = 4242;
+    for (int i = 0; i < (1 << 20); ++i) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t u = static_cast<uint32_t>(s >> 32);
+        qs.push_back(i & 1 ? f_of(u) : f_of((u & 0x807FFFFFu) | ((120u + (u >> 23) % 12u) << 23)));
+    }
+    int bad = 0;
+    for (float q : qs) {
+        const uint32_t got = kd_normrope::f32_to_e2m1(q), want = ref_e2m1(q);
+        if (got != want && ++bad <= 5) expect(false, "e2m1(%a = 0x%08X) = 0x%X, want 0x%X", q, u_of(q), got, want);
+        if (!std::isnan(q) && kd_normrope::e2m1_value(got) != static_cast<float>(e2m1_ref_value(got)) && ++bad <= 5)
+            expect(false, "e2m1_value(0x%X) = %g", got, kd_normrope::e2m1_value(got));
+        if (q >= 0) {
+            const uint32_t bg = kd_normrope::ue8m0_byte(q), bw = ref_ue8m0_byte(q);
+            if (bg != bw && ++bad <= 5) expect(false, "ue8m0_byte(%a) = %u, want %u", q, bg, bw);
+        }
+    }
+    if (bad > 5) expect(false, "%d FP4 format mismatches in all", bad);
+    std::printf("%s FP4 formats: %zu f32 values through e2m1 and the ue8m0 byte\n", bad ? "FAIL" : "ok  ", qs.size());
+}
+
 void test_formats()
 {
     std::vector<float> qs;
@@ -211,14 +287,47 @@ void reference(const Config &c, const float *x, const float *w, const float *bia
     }
 }
 
-enum Family { kGauss, kZero, kConst, kOutlier, kExact448 };
+enum Family { kGauss, kZero, kConst, kOutlier, kExact448, kFloor };
+
+/* check_fp4_block compares one stored FP4 block (32 codes in 16 bytes,
+ * scale byte) with the two-stage rule in float64; returns false when the
+ * block lies within tol of a stage-1 scale or code boundary (not
+ * compared). */
+bool check_fp4_block(const char *name, long t, int b, const double *z, const uint8_t *codes, uint8_t scale, double tol)
+{
+    double a1 = 0;
+    for (int k = 0; k < 32; ++k) a1 = std::max(a1, std::fabs(z[k]));
+    const double t1 = std::max(a1, 6 * 0x1p-126) / 6;
+    int e;
+    const double m = std::frexp(t1, &e);
+    const double s1 = m == 0.5 ? t1 : std::ldexp(1.0, e);
+    if (std::fabs(t1 - s1 / 2) < tol / 6 || std::fabs(t1 - s1) < tol / 6) return false;
+    double g[32], a2 = 0;
+    for (int k = 0; k < 32; ++k) {
+        const double q = z[k] / s1;
+        for (double mid : {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0})
+            if (std::fabs(std::fabs(q) - mid) < tol / s1) return false;
+        g[k] = e2m1_ref_value(ref_e2m1(static_cast<float>(q))) * s1;
+        a2 = std::max(a2, std::fabs(g[k]));
+    }
+    const uint32_t e2 = ref_ue8m0_byte(static_cast<float>(std::max(a2 / 6, static_cast<double>(1e-4f))));
+    const double s2 = std::ldexp(1.0, static_cast<int>(e2) - 127);
+    expect(scale == e2, "%s: token %ld block %d scale byte %u, reference %u", name, t, b, scale, e2);
+    for (int k = 0; k < 32; ++k) {
+        uint32_t want = ref_e2m1(static_cast<float>(g[k] / s2));
+        if ((want & 7u) == 0) want = 0;
+        const uint32_t got = (k & 1) ? codes[k / 2] >> 4 : codes[k / 2] & 0xFu;
+        expect(got == want, "%s: token %ld dim %d code 0x%X, reference 0x%X (z/s1 %.9g)", name, t, 32 * b + k, got, want, z[k] / s1);
+    }
+    return true;
+}
 
 void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t cache_misalign, uint64_t seed)
 {
     const int64_t P = int64_t{1} << c.lg;
     const int64_t max_pos = 5000;
     const int64_t num_pages = (n + 3 + P - 1) / P + 1;
-    const int64_t page_bytes = c.store == KD_STORE_FP8 ? 132 * P : 256 * P;
+    const int64_t page_bytes = c.store == KD_STORE_FP8 ? 132 * P : c.store == KD_STORE_FP4 ? 68 * P : 256 * P;
     uint64_t s = seed;
     auto rnd = [&] {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -239,6 +348,7 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
             case kConst: v = 0.75; break;
             case kOutlier: v = i == 17 ? 3000.0 : 0.01 * gauss(); break;
             case kExact448: v = i < 64 ? 2.0 : -2.0; break;
+            case kFloor: v = gauss(); break;
             }
             const float b = bf16_round(v);
             xf[t * 128 + i] = b;
@@ -248,6 +358,7 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
     std::vector<float> w(128), bias(128);
     for (int i = 0; i < 128; ++i) {
         w[i] = fam == kExact448 ? 1.0f : static_cast<float>(0.5 + (rnd() % 1000) / 1000.0);
+        if (fam == kFloor) w[i] *= 0x1p-14f; /* FP4: block amax below 6 * 2^-13, the packer's floor */
         bias[i] = fam == kExact448 ? 0.0f : static_cast<float>((static_cast<double>(rnd() % 1000) - 500) / 5000.0);
     }
     std::vector<float> freqs(max_pos * 64);
@@ -300,7 +411,7 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
 
     std::vector<char> owned(cache_mem.size(), 0);
     double worst_bf16 = 0, worst_scale = 0;
-    int code_steps = 0;
+    int code_steps = 0, fp4_near = 0;
     for (int64_t t = 0; t < n && g_failed == before; ++t) {
         if (loc[t] < 0) continue;
         const int64_t page = loc[t] >> c.lg, off = loc[t] & (P - 1);
@@ -322,6 +433,15 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
                        c.name.c_str(), static_cast<long>(t), k, got, z[k]);
             }
             std::fill(owned.begin() + front + base, owned.begin() + front + base + 256, 1);
+            continue;
+        }
+        if (c.store == KD_STORE_FP4) {
+            const int64_t cbase = page * page_bytes + off * 64, sbase = page * page_bytes + 64 * P + off * 4;
+            for (int b = 0; b < 4; ++b)
+                if (!check_fp4_block(c.name.c_str(), static_cast<long>(t), b, z + 32 * b, cache + cbase + 16 * b, cache[sbase + b], floor_abs))
+                    ++fp4_near;
+            std::fill(owned.begin() + front + cbase, owned.begin() + front + cbase + 64, 1);
+            std::fill(owned.begin() + front + sbase, owned.begin() + front + sbase + 4, 1);
             continue;
         }
         const int64_t cbase = page * page_bytes + off * 128, sbase = page * page_bytes + 128 * P + off * 4;
@@ -365,9 +485,9 @@ void run_config(const Config &c, int64_t n, Family fam, int64_t x_stride, size_t
                        c.name.c_str(), static_cast<long>(t), k, cache[cbase + k]);
         }
     }
-    std::printf("%s %-34s N=%-4ld P=%-3ld stride=%ld misalign=%zu worst bf16 %.3f scale %.3f of bound, %d codes one step off\n",
+    std::printf("%s %-34s N=%-4ld P=%-3ld stride=%ld misalign=%zu worst bf16 %.3f scale %.3f of bound, %d codes one step off, %d FP4 blocks at a boundary\n",
                 g_failed == before ? "ok  " : "FAIL", c.name.c_str(), static_cast<long>(n), static_cast<long>(P),
-                static_cast<long>(x_stride), cache_misalign, worst_bf16, worst_scale, code_steps);
+                static_cast<long>(x_stride), cache_misalign, worst_bf16, worst_scale, code_steps, fp4_near);
 }
 
 } /* namespace */
@@ -384,6 +504,7 @@ int main(int argc, char **argv)
         }
     }
     test_formats();
+    test_fp4_formats();
     if (failfast && g_failed) return 1;
     const Config v32{"v32", KD_NORM_LAYER, 0, KD_ROPE_NEOX, 1, KD_STORE_FP8, KD_SCALE_PLAIN, 0};
     const Config v4{"v4", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 1, KD_STORE_FP8, KD_SCALE_PLAIN, 6};
@@ -409,6 +530,12 @@ int main(int argc, char **argv)
         {{"v4-outlier", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 1, KD_STORE_FP8, KD_SCALE_PLAIN, 6}, 9, kOutlier, 128, 0},
         {{"v4-outlier-bf16", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 1, KD_STORE_BF16, KD_SCALE_PLAIN, 6}, 9, kOutlier, 128, 0},
         {{"rms-plain-no-rope-effect-448", KD_NORM_RMS, 64, KD_ROPE_NEOX, 0, KD_STORE_FP8, KD_SCALE_PLAIN, 0}, 3, kExact448, 128, 0},
+        {{"v4-fp4", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 0, KD_STORE_FP4, KD_SCALE_UE8M0, 6}, 96, kGauss, 128, 0},
+        {{"v4-fp4-p1-misaligned", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 0, KD_STORE_FP4, KD_SCALE_UE8M0, 0}, 9, kGauss, 131, 1},
+        {{"layer-neox-had-fp4", KD_NORM_LAYER, 0, KD_ROPE_NEOX, 1, KD_STORE_FP4, KD_SCALE_UE8M0, 2}, 33, kGauss, 128, 0},
+        {{"v4-fp4-zero-token", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 0, KD_STORE_FP4, KD_SCALE_UE8M0, 0}, 8, kZero, 128, 0},
+        {{"v4-fp4-outlier", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 0, KD_STORE_FP4, KD_SCALE_UE8M0, 6}, 9, kOutlier, 128, 0},
+        {{"v4-fp4-amax-floor", KD_NORM_RMS, 64, KD_ROPE_INTERLEAVED, 0, KD_STORE_FP4, KD_SCALE_UE8M0, 6}, 17, kFloor, 128, 0},
     };
     uint64_t seed = 7;
     for (const Run &r : runs) {

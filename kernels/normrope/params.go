@@ -26,6 +26,7 @@ const (
 	PresetV32    = "v32"     // DeepSeek-V3.2: LayerNorm, RoPE on dims [0,64) neox, Hadamard, FP8 plain scale
 	PresetV4     = "v4"      // DeepSeek-V4: RMSNorm, RoPE on dims [64,128) interleaved, Hadamard, FP8 plain scale
 	PresetV4BF16 = "v4-bf16" // v4 with the BF16 store
+	PresetV4FP4  = "v4-fp4"  // DeepSeek-V4.1 FP4 index keys: v4 without the Hadamard, FP4 store (ue8m0 block scales)
 )
 
 // Params is the configuration of one norm_rope_store case: everything the
@@ -38,8 +39,8 @@ type Params struct {
 	RopeOffset int     `json:"rope_offset"`      // first rotated dimension: 0 or 64
 	RopeStyle  string  `json:"rope_style"`       // "neox": pairs (j, j+32); "interleaved": pairs (2j, 2j+1)
 	Hadamard   bool    `json:"hadamard"`         // apply the 128-point Walsh–Hadamard transform
-	Store      string  `json:"store"`            // "fp8" (e4m3fn codes + f32 scale) or "bf16"
-	ScaleFmt   string  `json:"scale_fmt"`        // FP8: "plain" or "ue8m0" (scale rounded up to 2^k); BF16: "plain"
+	Store      string  `json:"store"`            // "fp8" (e4m3fn codes + f32 scale), "bf16", or "fp4" (e2m1 codes + four ue8m0 block scales)
+	ScaleFmt   string  `json:"scale_fmt"`        // FP8: "plain" or "ue8m0" (scale rounded up to 2^k); BF16: "plain"; FP4: "ue8m0"
 	PageSize   int     `json:"page_size"`        // P, tokens per cache page, a power of two in [1, MaxPageSize]
 	NumPages   int     `json:"num_pages"`        // pages in the cache, ≥ 1, num_pages·page_bytes ≤ MaxCacheBytes
 	Eps        float32 `json:"eps"`              // norm epsilon, a positive normal f32 (1e-6 in both families)
@@ -54,6 +55,7 @@ const (
 	StyleInterleaved = "interleaved"
 	StoreFP8         = "fp8"
 	StoreBF16        = "bf16"
+	StoreFP4         = "fp4"
 	ScalePlain       = "plain"
 	ScaleUE8M0       = "ue8m0"
 )
@@ -67,18 +69,24 @@ const DefaultEps float32 = 1e-6
 //	v32     = layer, rope_offset 0,  neox,        hadamard on, fp8 plain, YaRN v32
 //	v4      = rms,   rope_offset 64, interleaved, hadamard on, fp8 plain, YaRN v4
 //	v4-bf16 = v4 with the BF16 store
+//	v4-fp4  = v4 with hadamard off and the FP4 store (scale_fmt ue8m0), as
+//	          DeepSeek-V4.1's FP4 index keys (SGLang 0.5.23
+//	          fp4_indexer_rope.cuh: RMSNorm, RoPE, no Hadamard)
 func Preset(name string, p int) (Params, error) {
 	base := Params{Preset: name, Hadamard: true, Store: StoreFP8, ScaleFmt: ScalePlain, PageSize: p, NumPages: 1, Eps: DefaultEps}
 	switch name {
 	case PresetV32:
 		base.Norm, base.RopeOffset, base.RopeStyle, base.Model = NormLayer, 0, StyleNeox, ModelV32
-	case PresetV4, PresetV4BF16:
+	case PresetV4, PresetV4BF16, PresetV4FP4:
 		base.Norm, base.RopeOffset, base.RopeStyle, base.Model = NormRMS, 64, StyleInterleaved, ModelV4
-		if name == PresetV4BF16 {
+		switch name {
+		case PresetV4BF16:
 			base.Store = StoreBF16
+		case PresetV4FP4:
+			base.Store, base.ScaleFmt, base.Hadamard = StoreFP4, ScaleUE8M0, false
 		}
 	default:
-		return Params{}, fmt.Errorf("unknown preset %q (want %s, %s or %s)", name, PresetV32, PresetV4, PresetV4BF16)
+		return Params{}, fmt.Errorf("unknown preset %q (want %s, %s, %s or %s)", name, PresetV32, PresetV4, PresetV4BF16, PresetV4FP4)
 	}
 	return base, nil
 }
@@ -86,7 +94,8 @@ func Preset(name string, p int) (Params, error) {
 // Check reports the first configuration error as an *InputError naming the
 // parameter and the rule: unknown enum values, rope_offset not 0 or 64,
 // scale_fmt other than "plain" with the BF16 store (the scale format
-// belongs to the FP8 store; a BF16 store has no scale), P not a power of
+// belongs to the FP8 store; a BF16 store has no scale) or other than
+// "ue8m0" with the FP4 store (its block scales are ue8m0 bytes), P not a power of
 // two in [1, MaxPageSize], num_pages < 1 or a cache over MaxCacheBytes,
 // eps not a positive normal f32 (checkEps), an unknown YaRN model (an
 // absent one is fine: it only names the table the freqs input holds), or a
@@ -99,12 +108,14 @@ func (p Params) Check() error {
 		return difftest.Inputf("rope_offset", nil, "must be 0 or 64, got %d", p.RopeOffset)
 	case p.RopeStyle != StyleNeox && p.RopeStyle != StyleInterleaved:
 		return difftest.Inputf("rope_style", nil, "must be %q or %q, got %q", StyleNeox, StyleInterleaved, p.RopeStyle)
-	case p.Store != StoreFP8 && p.Store != StoreBF16:
-		return difftest.Inputf("store", nil, "must be %q or %q, got %q", StoreFP8, StoreBF16, p.Store)
+	case p.Store != StoreFP8 && p.Store != StoreBF16 && p.Store != StoreFP4:
+		return difftest.Inputf("store", nil, "must be %q, %q or %q, got %q", StoreFP8, StoreBF16, StoreFP4, p.Store)
 	case p.ScaleFmt != ScalePlain && p.ScaleFmt != ScaleUE8M0:
 		return difftest.Inputf("scale_fmt", nil, "must be %q or %q, got %q", ScalePlain, ScaleUE8M0, p.ScaleFmt)
 	case p.Store == StoreBF16 && p.ScaleFmt != ScalePlain:
 		return difftest.Inputf("scale_fmt", nil, "must be %q with store %q (the BF16 store has no scale; %q applies to the FP8 store only), got %q", ScalePlain, StoreBF16, ScaleUE8M0, p.ScaleFmt)
+	case p.Store == StoreFP4 && p.ScaleFmt != ScaleUE8M0:
+		return difftest.Inputf("scale_fmt", nil, "must be %q with store %q (its four block scales per token are ue8m0 bytes), got %q", ScaleUE8M0, StoreFP4, p.ScaleFmt)
 	case p.PageSize < 1 || p.PageSize > MaxPageSize || bits.OnesCount(uint(p.PageSize)) != 1:
 		return difftest.Inputf("P", nil, "page size must be a power of two in [1, %d] (MaxPageSize), got %d", MaxPageSize, p.PageSize)
 	case p.NumPages < 1:
@@ -136,7 +147,7 @@ func (p Params) Check() error {
 // sets Params.Preset to it, so a report says "v4" only for the v4
 // configuration.
 func MatchPreset(p Params) string {
-	for _, name := range []string{PresetV32, PresetV4, PresetV4BF16} {
+	for _, name := range []string{PresetV32, PresetV4, PresetV4BF16, PresetV4FP4} {
 		q, _ := Preset(name, p.PageSize)
 		if p.Norm == q.Norm && p.RopeOffset == q.RopeOffset && p.RopeStyle == q.RopeStyle && p.Hadamard == q.Hadamard &&
 			p.Store == q.Store && p.ScaleFmt == q.ScaleFmt && p.Eps == q.Eps && p.Model == q.Model {
@@ -157,10 +168,14 @@ func presetOrNone(name string) string {
 func (p Params) Log2P() int { return bits.TrailingZeros(uint(p.PageSize)) }
 
 // PageBytes returns the bytes of one cache page: 132·P for FP8 (128 code
-// bytes and a 4-byte f32 scale per token), 256·P for BF16.
+// bytes and a 4-byte f32 scale per token), 256·P for BF16, 68·P for FP4
+// (64 bytes of packed e2m1 codes and 4 ue8m0 scale bytes per token).
 func (p Params) PageBytes() int {
-	if p.Store == StoreBF16 {
+	switch p.Store {
+	case StoreBF16:
 		return 2 * Dim * p.PageSize
+	case StoreFP4:
+		return (Dim/2 + 4) * p.PageSize
 	}
 	return (Dim + 4) * p.PageSize
 }
@@ -175,7 +190,7 @@ func (p Params) String() string {
 		h = "on"
 	}
 	s := fmt.Sprintf("norm=%s rope=%s@%d hadamard=%s store=%s", p.Norm, p.RopeStyle, p.RopeOffset, h, p.Store)
-	if p.Store == StoreFP8 {
+	if p.Store != StoreBF16 {
 		s += "/" + p.ScaleFmt
 	}
 	return s + fmt.Sprintf(" P=%d pages=%d eps=%g", p.PageSize, p.NumPages, p.Eps)

@@ -28,7 +28,8 @@ func (in *inputs) tokenZ(t int, z *[Dim]float64) (r float64) {
 
 // Compute runs the reference on a case: for every token t with
 // out_loc[t] ≥ 0 it writes slot out_loc[t] of cache (FP8: 128 codes and a
-// scale; BF16: 128 values) and nothing else; tokens with out_loc −1 are
+// scale; BF16: 128 values; FP4: 64 bytes of packed codes and 4 block
+// scales) and nothing else; tokens with out_loc −1 are
 // skipped, and every other byte of cache keeps its prior value (the
 // canary). cache must be the u8 [num_pages, page_bytes] output. It returns
 // the case's *InputError if the case breaks the contract. Tokens are
@@ -49,9 +50,12 @@ func Compute(c *difftest.Case, cache *difftest.Tensor) error {
 				continue
 			}
 			in.tokenZ(t, &z)
-			if in.p.Store == StoreBF16 {
+			switch in.p.Store {
+			case StoreBF16:
 				storeBF16(in.p, cache.Data, int(slot), &z)
-			} else {
+			case StoreFP4:
+				storeFP4(in.p, cache.Data, int(slot), &z)
+			default:
 				storeFP8(in.p, cache.Data, int(slot), &z)
 			}
 		}

@@ -22,13 +22,19 @@ const ScaleFloor = 9.99999974737875163555145263671875e-05
 //	FP8:  codes at page·132P + off·128 (128 bytes),
 //	      scale at page·132P + 128P + off·4 (4 bytes, f32 little-endian)
 //	BF16: values at page·256P + off·256 (256 bytes, little-endian)
+//	FP4:  packed e2m1 codes at page·68P + off·64 (64 bytes),
+//	      ue8m0 block scales at page·68P + 64P + off·4 (4 bytes, block b in byte b)
 //
 // For BF16, scaleAt is −1. Offsets are in int (64-bit on the hosts Go
 // supports for this project).
 func slotBytes(p Params, slot int) (codesAt, scaleAt int) {
 	page, off := slot>>p.Log2P(), slot&(p.PageSize-1)
-	if p.Store == StoreBF16 {
+	switch p.Store {
+	case StoreBF16:
 		return page*p.PageBytes() + off*2*Dim, -1
+	case StoreFP4:
+		base := page * p.PageBytes()
+		return base + off*Dim/2, base + Dim/2*p.PageSize + off*4
 	}
 	base := page * p.PageBytes()
 	return base + off*Dim, base + Dim*p.PageSize + off*4

@@ -9,29 +9,37 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads fixtures/suites/NAME/normrope.toml with the harness's
-// parser (difftest.ParseSuite), so [case.matrix] tables come back
-// expanded, in suite order.
+// loadSuite reads the norm_rope_store cases of suite NAME with the
+// harness's parser (difftest.ParseSuite), so [case.matrix] tables come
+// back expanded, in suite order: every case of fixtures/suites/NAME/normrope.toml
+// and those of v41.toml (the DeepSeek-V4.1 formats, FP4 keys).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", name, "normrope.toml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := difftest.ParseSuite(path, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var specs []difftest.CaseSpec
-	for _, sc := range cases {
-		if sc.Spec.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, KernelName)
+	for _, file := range []string{"normrope.toml", "v41.toml"} {
+		path := filepath.Join("..", "..", "fixtures", "suites", name, file)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		specs = append(specs, sc.Spec)
-	}
-	if len(specs) == 0 {
-		t.Fatalf("%s: no cases", path)
+		cases, err := difftest.ParseSuite(path, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, sc := range cases {
+			if sc.Spec.Kernel != KernelName {
+				if file == "normrope.toml" {
+					t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, KernelName)
+				}
+				continue
+			}
+			specs = append(specs, sc.Spec)
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("%s: no %s cases", path, KernelName)
+		}
 	}
 	return specs
 }

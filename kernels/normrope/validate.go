@@ -24,7 +24,7 @@ import (
 //     freqs f32 [max_pos, 64] with max_pos in [1, MaxPositions], positions
 //     and out_loc i64 [N];
 //   - weight and bias finite (model parameters);
-//   - one output cache u8 [num_pages, 132·P] (FP8) or [num_pages, 256·P]
+//   - one output cache u8 [num_pages, 132·P] (FP8), [num_pages, 68·P] (FP4) or [num_pages, 256·P]
 //     (BF16), InOut;
 //   - positions[i] in [0, max_pos);
 //   - out_loc[i] = −1 or in [0, num_pages·P), and the non-negative values
@@ -205,8 +205,11 @@ func checkOutputs(c *difftest.Case, p Params) error {
 }
 
 func pageBytesRule(p Params) string {
-	if p.Store == StoreBF16 {
+	switch p.Store {
+	case StoreBF16:
 		return fmt.Sprintf("256·P = %d", p.PageBytes())
+	case StoreFP4:
+		return fmt.Sprintf("68·P = %d", p.PageBytes())
 	}
 	return fmt.Sprintf("132·P = %d", p.PageBytes())
 }

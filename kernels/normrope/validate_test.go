@@ -140,7 +140,7 @@ func TestNewCaseErrors(t *testing.T) {
 		params map[string]any
 		want   string
 	}{
-		{"gaussian", map[string]any{"preset": "v5"}, `param "preset": must be one of v32, v4, v4-bf16, got "v5"`},
+		{"gaussian", map[string]any{"preset": "v5"}, `param "preset": must be one of v32, v4, v4-bf16, v4-fp4, got "v5"`},
 		{"gaussian", map[string]any{"Nn": int64(3)}, "unknown param(s) Nn"},
 		{"gaussian", map[string]any{"P": int64(48)}, "P: page size must be a power of two in [1, 65536] (MaxPageSize), got 48"},
 		{"gaussian", map[string]any{"N": int64(0)}, "N: token count N must be in [1, 4194304] (MaxTokens), got 0"},

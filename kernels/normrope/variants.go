@@ -1,8 +1,9 @@
 // Semantic variants of norm_rope_store for the diagnosis of docs/failures.md: conversions and conventions that real implementations use in place
 // of the contract's. Three of them are catalog mutants already (the same
 // fault under the same name); the diagnosis runs the mutant and names it,
-// so they are aliases here, listed for what real code does it. One is new:
-// the e4m3 codes rounded toward zero.
+// so they are aliases here, listed for what real code does it. Three are
+// new: the e4m3 codes rounded toward zero, and two FP4 packers of the
+// field (one stage; ties toward zero).
 
 package normrope
 
@@ -13,8 +14,12 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
-// variantE4M3Truncate is the name of the e4m3 round-toward-zero variant.
-const variantE4M3Truncate = "e4m3-truncate"
+// Names of the variants that are not catalog mutants.
+const (
+	variantE4M3Truncate    = "e4m3-truncate"           // e4m3 codes rounded toward zero
+	variantFP4OneStage     = "fp4-one-stage"           // FP4: the packer alone, on the keys themselves
+	variantFP4TiesDownPack = "fp4-one-stage-ties-down" // FP4: the packer alone, e2m1 ties toward zero
+)
 
 // Variants returns the store's semantic variants:
 //
@@ -28,6 +33,15 @@ const variantE4M3Truncate = "e4m3-truncate"
 //   - scale-no-floor (alias of the mutant): scale = amax/448 with no 1e-4
 //     floor, as per-token quantisers written from the formula alone do
 //     (an all-zero token gets scale 0 and NaN codes);
+//   - fp4-one-stage: FP4 keys packed in one stage, s = ue8m0 ceiling of
+//     max(amax/6, 1e-4) over z itself, codes e2m1(z/s) with ties to
+//     even: the same values as the two-stage rule except below the floor,
+//     but where a block's largest code is 3 it stores s and the codes
+//     where the rule stores s/2 and doubled codes;
+//   - fp4-one-stage-ties-down: that packer with e2m1 ties toward zero
+//     (0.75 → 0.5, 1.75 → 1.5, 3.5 → 3), as DeepGEMM's
+//     per_token_cast_to_fp4 and SGLang's quantize_fp4_indexer_tensor
+//     (rne=False, its default) do;
 //   - rope-style-swap (alias of the mutant): the other RoPE pairing,
 //     GPT-J/interleaved (2j, 2j+1) where NeoX/rotate_half (j, j+32) is
 //     asked and back, as a kernel ported between model families with the
@@ -44,6 +58,14 @@ func Variants() []difftest.Variant {
 				return runSim(c, outs, sim32{fault: variantE4M3Truncate})
 			}},
 		{Name: "scale-no-floor", Alias: "scale-no-floor", Doc: "scale = amax/448 without the 1e-4 floor on amax"},
+		{Name: variantFP4OneStage, Doc: "FP4 keys packed in one stage (no fake quantisation first): scale from max(amax/6, 1e-4) of the keys, codes e2m1(z/scale) ties to even",
+			Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+				return runSim(c, outs, sim32{fault: variantFP4OneStage})
+			}},
+		{Name: variantFP4TiesDownPack, Doc: "FP4 keys packed in one stage with e2m1 ties toward zero, as DeepGEMM's per_token_cast_to_fp4 and SGLang's quantize_fp4_indexer_tensor(rne=False)",
+			Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+				return runSim(c, outs, sim32{fault: variantFP4TiesDownPack})
+			}},
 		{Name: "rope-style-swap", Alias: "rope-style-swap", Doc: "the other RoPE pairing: interleaved (GPT-J) where neox (rotate_half) is asked, and back"},
 	}
 }
@@ -90,8 +112,9 @@ const scaleULPs = 4
 // for the diagnosis (difftest.Matcher): every byte outside the written
 // slots equal (canary kept, or changed alike); for each token with
 // out_loc ≥ 0 whose values are specified (not "don't care", see Check),
-// its BF16 values or FP8 codes equal byte for byte, and its FP8 scale
-// equal (ue8m0) or within scaleULPs f32 ULPs of the same sign (plain).
+// its BF16 values or FP8/FP4 codes equal byte for byte, and its FP8 scale
+// equal (ue8m0) or within scaleULPs f32 ULPs of the same sign (plain), its
+// four FP4 scale bytes equal.
 // Don't-care tokens' slots are not compared. An invalid case or a cache
 // of the wrong size does not match.
 func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
@@ -109,8 +132,11 @@ func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
 		}
 		codesAt, scaleAt := slotBytes(p, int(slot))
 		n := Dim
-		if p.Store == StoreBF16 {
+		switch p.Store {
+		case StoreBF16:
 			n = 2 * Dim
+		case StoreFP4:
+			n = Dim / 2
 		}
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true

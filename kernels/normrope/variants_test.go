@@ -154,7 +154,7 @@ func TestVariantsKnownAnswers(t *testing.T) {
 }
 
 // TestVariantCatalog: every alias names a catalog mutant of the same
-// name, the one new variant is not a mutant, each has a doc line.
+// name, the three new variants are not mutants, each has a doc line.
 func TestVariantCatalog(t *testing.T) {
 	mutants := map[string]bool{}
 	for _, m := range Mutants() {
@@ -175,12 +175,12 @@ func TestVariantCatalog(t *testing.T) {
 			t.Errorf("%s: named like a mutant without being its alias, or no Run", v.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", "rope-style-swap"}) {
+	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap"}) {
 		t.Errorf("variants %v", names)
 	}
 	cands := difftest.Candidates(Kernel{})
-	if len(cands) != len(Mutants())+1 || cands[len(cands)-1].Name != variantE4M3Truncate {
-		t.Errorf("%d candidates, the last %q; want the mutants then %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate)
+	if len(cands) != len(Mutants())+3 || cands[len(cands)-3].Name != variantE4M3Truncate || cands[len(cands)-1].Name != variantFP4TiesDownPack {
+		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack)
 	}
 }
 
