@@ -72,6 +72,11 @@ type logitsParams struct {
 // logitsParamsSize is sizeof(kd_logits_params) as cgo compiled it.
 const logitsParamsSize = C.sizeof_kd_logits_params
 
+func init() {
+	registerLauncher(launcher{Kernel: "indexer_logits", Pack: packLogits, Struct: "kd_logits_params",
+		Header: "kernels/logits/logits.h", Size: logitsParamsSize, Entries: []string{"kd_indexer_logits"}})
+}
+
 // packLogits launches kd_indexer_logits with KD_LOGITS_THREADS threads per
 // block, one block per (row, tile of KD_LOGITS_TILE positions): grid
 // (batch · ⌈stride / tile⌉, 1, 1). Inputs q [B, H, 128] (u8 e4m3fn codes

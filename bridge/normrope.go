@@ -79,6 +79,11 @@ type normRopeParams struct {
 // normRopeParamsSize is sizeof(kd_normrope_params) as cgo compiled it.
 const normRopeParamsSize = C.sizeof_kd_normrope_params
 
+func init() {
+	registerLauncher(launcher{Kernel: "norm_rope_store", Pack: packNormRope, Struct: "kd_normrope_params",
+		Header: "kernels/normrope/normrope.h", Size: normRopeParamsSize, Entries: []string{"kd_norm_rope_store"}})
+}
+
 // enum maps a params string to its normrope.h enum value.
 func enum(name, got string, values map[string]int32) (int32, error) {
 	v, ok := values[got]

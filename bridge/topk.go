@@ -61,6 +61,15 @@ var topkEntryKs = [...]int{512, 1024, 2048}
 // topkParamsSize is sizeof(kd_topk_params) as cgo compiled it.
 const topkParamsSize = C.sizeof_kd_topk_params
 
+func init() {
+	var entries []string
+	for _, k := range topkEntryKs {
+		entries = append(entries, fmtEntry("kd_topk_transform_%d", k))
+	}
+	registerLauncher(launcher{Kernel: "topk_transform", Pack: packTopk, Struct: "kd_topk_params",
+		Header: "kernels/topk/topk.h", Size: topkParamsSize, Entries: entries})
+}
+
 // packTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
 // threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride],
 // seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices

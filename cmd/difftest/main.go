@@ -40,11 +40,9 @@ import (
 
 	// The cuda implementation, `difftest info` and the GPU worker.
 	_ "github.com/kerneldiff/kerneldiff/bridge"
-	// Kernel contracts register themselves.
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
+	// Kernel contracts register themselves; kernels/all imports every
+	// kernel folder (generated: docs/adding-a-kernel.md).
+	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
 func main() {

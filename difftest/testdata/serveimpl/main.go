@@ -47,15 +47,13 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
+	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
 func main() {
 	mode := flag.String("mode", "correct", "behaviour (see the package doc)")
 	match := flag.String("match", "", "misbehave on the first case whose id matches")
-	kernels := flag.String("kernels", "topk_transform,norm_rope_store,indexer_logits", "kernels the hello names")
+	kernels := flag.String("kernels", strings.Join(unchained(), ","), "kernels the hello names (default: every registered kernel that is not a chain)")
 	pidfile := flag.String("pidfile", "", "fork: where to write the child's pid")
 	flag.Parse()
 	if *mode == "sleep" {
@@ -186,4 +184,16 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, "serveimpl:", err)
 		os.Exit(1)
 	}
+}
+
+// unchained returns the registered kernels an implementation runs itself:
+// all but chains (whose stages are those kernels).
+func unchained() []string {
+	var names []string
+	for _, k := range difftest.Kernels() {
+		if _, chain := k.(difftest.Chain); !chain {
+			names = append(names, k.Name())
+		}
+	}
+	return names
 }
