@@ -4,10 +4,11 @@
 //	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE]
 //
 // It answers every request with the Go reference of the registered kernel
-// (topk_transform, norm_rope_store, indexer_logits), computed straight into the shared
+// (every kernel of kernels/all), computed straight into the shared
 // memory, and misbehaves as MODE says on the first request whose case id
 // matches -match (every request when -match is empty). -kernels is the
-// comma-separated list its hello names (default: all three).
+// comma-separated list its hello names (default: every registered kernel
+// but the chains).
 //
 // Modes, one per failure of the protocol:
 //
