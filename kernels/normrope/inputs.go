@@ -4,7 +4,6 @@
 package normrope
 
 import (
-
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
