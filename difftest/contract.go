@@ -19,15 +19,25 @@ type ContractDescriber interface {
 
 // ContractInfo describes one kernel contract: its input tensors in
 // contract order, the outputs a case declares as a function of its params
-// and input shapes, and the params keys a capture must give (Required) or
-// may give (Optional); any other key is an error (the params decode is
-// strict).
+// and input shapes, the params keys a capture must give (Required) or may
+// give (Optional; any other key is an error, the params decode is strict),
+// and the integer params that equal a dimension of one of the case's
+// tensors (Sizes), which a capture tool may derive from the tensors.
 type ContractInfo struct {
 	Name     string       `json:"name"`
 	Inputs   []TensorInfo `json:"inputs"`
 	Outputs  []OutputInfo `json:"outputs"`
 	Required []string     `json:"required_params"`
 	Optional []string     `json:"optional_params"`
+	Sizes    []SizeInfo   `json:"sizes,omitempty"`
+}
+
+// SizeInfo says that the integer param Param equals axis Axis of tensor
+// Tensor (an input or an output) in every valid case.
+type SizeInfo struct {
+	Param  string `json:"param"`
+	Tensor string `json:"tensor"`
+	Axis   int    `json:"axis"`
 }
 
 // TensorInfo is one input tensor: its contract name and the dtypes it may

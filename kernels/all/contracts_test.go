@@ -85,7 +85,8 @@ func TestEveryKernelFolderRegisters(t *testing.T) {
 // TestContractsDescribeTheCases checks each ContractDescriber against the
 // kernel itself on the quick suite's cases: the inputs and their dtypes in
 // contract order, the outputs OutputSpecs computes from the params JSON
-// and the input shapes, and the params keys (required ∪ optional = the
+// and the input shapes, each size param against its tensor's dimension,
+// and the params keys (required ∪ optional = the
 // keys of the params struct; a capture without a required key, whose value
 // is not the zero value, is rejected by FromTensors or Validate, one with
 // only the required keys is not).
@@ -154,6 +155,18 @@ func checkContract(t *testing.T, k difftest.Kernel, ci difftest.ContractInfo, c 
 	}
 	if !reflect.DeepEqual(got, c.Outputs) {
 		t.Errorf("%s: the contract gives outputs %+v, the kernel %+v", c.ID, got, c.Outputs)
+	}
+	for _, sz := range ci.Sizes {
+		s, ok := shapes[sz.Tensor]
+		for _, o := range c.Outputs {
+			if o.Name == sz.Tensor {
+				s, ok = o.Shape, true
+			}
+		}
+		v, _ := params[sz.Param].(float64)
+		if !ok || sz.Axis >= len(s) || float64(s[sz.Axis]) != v {
+			t.Errorf("%s: params %s = %v, but %s has shape %v (the contract says axis %d)", c.ID, sz.Param, params[sz.Param], sz.Tensor, s, sz.Axis)
+		}
 	}
 	keys := append(slices.Clone(ci.Required), ci.Optional...)
 	sort.Strings(keys)

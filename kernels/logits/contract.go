@@ -25,5 +25,10 @@ func (Kernel) Contract() difftest.ContractInfo {
 		},
 		Required: []string{"store", "page_size", "heads", "batch", "stride", "max_pages", "num_pages"},
 		Optional: []string{"clean", "accum_bits", "family", "pages", "needles"},
+		Sizes: []difftest.SizeInfo{
+			{Param: "batch", Tensor: NameQ, Axis: 0}, {Param: "heads", Tensor: NameQ, Axis: 1},
+			{Param: "num_pages", Tensor: NameCache, Axis: 0}, {Param: "max_pages", Tensor: NamePageTable, Axis: 1},
+			{Param: "stride", Tensor: NameLogits, Axis: 1},
+		},
 	}
 }

@@ -24,5 +24,6 @@ func (Kernel) Contract() difftest.ContractInfo {
 		},
 		Required: []string{"K", "P"},
 		Optional: []string{"return_raw", "batch", "stride", "max_pages", "family", "pages", "needles"},
+		Sizes:    []difftest.SizeInfo{{Param: "K", Tensor: TensorPageIndices, Axis: 1}},
 	}
 }

@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -72,3 +73,29 @@ def test_logits_contract():
     assert got == [OutputSpec("logits", "F32", (2, 300))]
     with pytest.raises(ValueError, match="'stride' must be an integer"):
         output_specs("indexer_logits", {"batch": 2}, {"q": (2, 4, 128)})
+
+
+def test_capture_derives_size_params_from_the_contract():
+    from kerneldiff.capture import _derive
+
+    # topk_transform: K from page_indices' axis 1, return_raw from whether raw_indices came back.
+    p = {"P": 64}
+    _derive("topk_transform", p, {"page_indices": np.zeros((3, 512), np.int32), "raw_indices": None}, {})
+    assert p == {"P": 64, "K": 512, "return_raw": False}
+    # Given params are kept.
+    p = {"K": 7, "return_raw": True}
+    _derive("topk_transform", p, {"page_indices": np.zeros((3, 512), np.int32)}, {})
+    assert p == {"K": 7, "return_raw": True}
+    # norm_rope_store: num_pages from the cache.
+    p = {}
+    _derive("norm_rope_store", p, {}, {"cache": np.zeros((5, 132 * 64), np.uint8)})
+    assert p == {"num_pages": 5}
+    # indexer_logits: every size param from q, cache, page_table and the logits.
+    p = {"store": "fp8"}
+    _derive("indexer_logits", p, {"logits": np.zeros((2, 300), np.float32)},
+            {"q": np.zeros((2, 4, 128), np.uint8), "cache": np.zeros((9, 132 * 64), np.uint8), "page_table": np.zeros((2, 5), np.int32)})
+    assert p == {"store": "fp8", "batch": 2, "heads": 4, "num_pages": 9, "max_pages": 5, "stride": 300}
+    # A kernel the package does not know derives nothing.
+    p = {}
+    _derive("my_op", p, {"out": np.zeros((2, 2))}, {})
+    assert p == {}

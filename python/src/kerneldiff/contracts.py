@@ -76,6 +76,14 @@ class Contract:
     dtypes : mapping of str to tuple of str
         Every dtype each input may have (more than one where a param picks
         it: indexer_logits' ``q`` is U8 e4m3fn codes or BF16 by ``store``).
+    output_names : tuple of str
+        Outputs that are not also inputs, in contract order.
+    switches : mapping of str to str
+        Output name -> the boolean param that makes it exist
+        (``raw_indices`` -> ``return_raw``).
+    sizes : tuple of (str, str, int)
+        (param, tensor, axis): the integer param equals that dimension of
+        that input or output in every valid case, so a capture can derive it.
     """
 
     name: str
@@ -85,6 +93,9 @@ class Contract:
     optional_params: Tuple[str, ...] = ()
     inout: Tuple[str, ...] = field(default=())
     dtypes: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    output_names: Tuple[str, ...] = ()
+    switches: Mapping[str, str] = field(default_factory=dict)
+    sizes: Tuple[Tuple[str, str, int], ...] = ()
 
     def input_dtype(self, name: str) -> Optional[str]:
         """The contract dtype of input or in/out tensor `name`, or None for
@@ -158,6 +169,9 @@ def _contract(spec: Mapping[str, Any]) -> Contract:
         optional_params=tuple(spec.get("optional_params") or ()),
         inout=tuple(t["name"] for t in spec["inputs"] if t.get("inout")),
         dtypes={t["name"]: tuple(t["dtypes"]) for t in spec["inputs"]},
+        output_names=tuple(o["name"] for o in spec["outputs"] if not o.get("inout")),
+        switches={o["name"]: o["when"] for o in spec["outputs"] if o.get("when")},
+        sizes=tuple((s["param"], s["tensor"], int(s["axis"])) for s in spec.get("sizes") or ()),
     )
 
 
