@@ -70,6 +70,9 @@ type Dim struct {
 	Value int    `json:"value,omitempty"`
 }
 
+// Input returns the TensorInfo of an input that may have any of dtypes.
+func Input(name string, dtypes ...DType) TensorInfo { return TensorInfo{Name: name, DTypes: dtypes} }
+
 // ParamDim returns the Dim that is the integer param name.
 func ParamDim(name string) Dim { return Dim{Param: name} }
 

@@ -14,11 +14,11 @@ func (Kernel) Contract() difftest.ContractInfo {
 	return difftest.ContractInfo{
 		Name: KernelName,
 		Inputs: []difftest.TensorInfo{
-			{Name: NameQ, DTypes: []difftest.DType{difftest.U8, difftest.BF16}},
-			{Name: NameWeights, DTypes: []difftest.DType{difftest.F32}},
-			{Name: NameCache, DTypes: []difftest.DType{difftest.U8}},
-			{Name: NameSeqLens, DTypes: []difftest.DType{difftest.I32}},
-			{Name: NamePageTable, DTypes: []difftest.DType{difftest.I32}},
+			difftest.Input(NameQ, difftest.U8, difftest.BF16),
+			difftest.Input(NameWeights, difftest.F32),
+			difftest.Input(NameCache, difftest.U8),
+			difftest.Input(NameSeqLens, difftest.I32),
+			difftest.Input(NamePageTable, difftest.I32),
 		},
 		Outputs: []difftest.OutputInfo{
 			{Name: NameLogits, DType: difftest.F32, Shape: []difftest.Dim{difftest.ParamDim("batch"), difftest.ParamDim("stride")}},

@@ -14,12 +14,12 @@ func (Kernel) Contract() difftest.ContractInfo {
 	return difftest.ContractInfo{
 		Name: KernelName,
 		Inputs: []difftest.TensorInfo{
-			{Name: NameX, DTypes: []difftest.DType{difftest.BF16}},
-			{Name: NameWeight, DTypes: []difftest.DType{difftest.F32}},
-			{Name: NameBias, DTypes: []difftest.DType{difftest.F32}},
-			{Name: NameFreqs, DTypes: []difftest.DType{difftest.F32}},
-			{Name: NamePositions, DTypes: []difftest.DType{difftest.I64}},
-			{Name: NameOutLoc, DTypes: []difftest.DType{difftest.I64}},
+			difftest.Input(NameX, difftest.BF16),
+			difftest.Input(NameWeight, difftest.F32),
+			difftest.Input(NameBias, difftest.F32),
+			difftest.Input(NameFreqs, difftest.F32),
+			difftest.Input(NamePositions, difftest.I64),
+			difftest.Input(NameOutLoc, difftest.I64),
 			{Name: NameCache, DTypes: []difftest.DType{difftest.U8}, InOut: true},
 		},
 		Outputs:  []difftest.OutputInfo{{Name: NameCache, DType: difftest.U8, InOut: true}},

@@ -14,9 +14,9 @@ func (Kernel) Contract() difftest.ContractInfo {
 	return difftest.ContractInfo{
 		Name: KernelName,
 		Inputs: []difftest.TensorInfo{
-			{Name: TensorScores, DTypes: []difftest.DType{difftest.F32}},
-			{Name: TensorSeqLens, DTypes: []difftest.DType{difftest.I32}},
-			{Name: TensorPageTable, DTypes: []difftest.DType{difftest.I32}},
+			difftest.Input(TensorScores, difftest.F32),
+			difftest.Input(TensorSeqLens, difftest.I32),
+			difftest.Input(TensorPageTable, difftest.I32),
 		},
 		Outputs: []difftest.OutputInfo{
 			{Name: TensorPageIndices, DType: difftest.I32, Shape: bk},
