@@ -9,6 +9,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -135,4 +136,33 @@ func CheckFamilies(t testing.TB, k difftest.Kernel, dir string, minKeys int, unk
 	if !slices.Equal(names, k.Families()) {
 		t.Errorf("described families %v, want Families() %v", names, k.Families())
 	}
+}
+
+// SuiteSpecs reads one kernel's file of an embedded suite,
+// fixtures/suites/SUITE/FILE (path from the kernel's folder, as its tests
+// run), with the harness's parser (difftest.ParseSuite: [case.matrix]
+// tables come back expanded, in suite order; unknown keys and duplicate
+// names are errors), and checks that it holds cases, all of kernel.
+func SuiteSpecs(t testing.TB, suite, file, kernel string) []difftest.CaseSpec {
+	t.Helper()
+	path := filepath.Join("..", "..", "fixtures", "suites", suite, file)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := difftest.ParseSuite(path, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []difftest.CaseSpec
+	for _, sc := range cases {
+		if sc.Spec.Kernel != kernel {
+			t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, kernel)
+		}
+		specs = append(specs, sc.Spec)
+	}
+	if len(specs) == 0 {
+		t.Fatalf("%s: no cases", path)
+	}
+	return specs
 }

@@ -1,39 +1,16 @@
 package normrope
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads fixtures/suites/NAME/normrope.toml with the harness's
-// parser (difftest.ParseSuite), so [case.matrix] tables come back
-// expanded, in suite order.
+// loadSuite reads fixtures/suites/NAME/normrope.toml (paramtest.SuiteSpecs).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
-	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", name, "normrope.toml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := difftest.ParseSuite(path, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs []difftest.CaseSpec
-	for _, sc := range cases {
-		if sc.Spec.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, KernelName)
-		}
-		specs = append(specs, sc.Spec)
-	}
-	if len(specs) == 0 {
-		t.Fatalf("%s: no cases", path)
-	}
-	return specs
+	return paramtest.SuiteSpecs(t, name, "normrope.toml", KernelName)
 }
 
 const canary = 0xA5
