@@ -31,7 +31,8 @@ kernels:
 # while any of them is stale.
 generate:
 	$(GO) run ./internal/kernelsgen
-	$(GO) run ./cmd/difftest list contracts --json > python/src/kerneldiff/contracts.json
+	$(GO) run ./cmd/difftest list contracts --json > python/src/kerneldiff/contracts.json.tmp
+	mv python/src/kerneldiff/contracts.json.tmp python/src/kerneldiff/contracts.json
 
 # The test command of README.md: builds the kernels (nvcc from pinned
 # wheels, spill check), runs the CUDA source on the CPU emulator against the
