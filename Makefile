@@ -14,7 +14,7 @@ EMU_DRIVER ?= $(BUILD)/emu-driver/libcuda.so.1
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle docs clean
+.PHONY: all generate kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle docs clean
 
 all: $(BUILD)/difftest kernels
 
@@ -24,6 +24,15 @@ $(BUILD)/difftest: FORCE
 
 kernels:
 	scripts/build-kernels $(BUILD)
+
+# The lists of kernels that derive from the kernel folders
+# (docs/adding-a-kernel.md): kernels/all/all_gen.go, kernels/kernels.cu,
+# kernels/entries.txt, then the Python package's contracts.json. Tests fail
+# while any of them is stale.
+generate:
+	$(GO) run ./internal/kernelsgen
+	$(GO) run ./cmd/difftest list contracts --json > python/src/kerneldiff/contracts.json.tmp
+	mv python/src/kerneldiff/contracts.json.tmp python/src/kerneldiff/contracts.json
 
 # The test command of README.md: builds the kernels (nvcc from pinned
 # wheels, spill check), runs the CUDA source on the CPU emulator against the

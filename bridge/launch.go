@@ -38,14 +38,14 @@ type launch struct {
 // *difftest.InputError naming the tensor or parameter and the rule.
 type packer func(params json.RawMessage, tensors map[string]devTensor) (launch, error)
 
-// packers returns the launchers of the kernels this package knows, by
-// contract name.
+// packers returns the packers of the registered launchers (launchers.go),
+// by contract name.
 func packers() map[string]packer {
-	return map[string]packer{
-		"topk_transform":  packTopk,
-		"norm_rope_store": packNormRope,
-		"indexer_logits":  packLogits,
+	m := make(map[string]packer, len(launchers))
+	for name, l := range launchers {
+		m[name] = l.Pack
 	}
+	return m
 }
 
 // axis pins dimension i of a tensor to want; what names want in the error.

@@ -23,15 +23,14 @@ type entryParam struct {
 	Size   int    // sizeof as cgo compiled it, bytes
 }
 
-// entryParams lists every entry point the launchers call, with the
-// parameter they pack for it.
+// entryParams lists every entry point the registered launchers
+// (launchers.go) call, with the parameter they pack for it.
 func entryParams() map[string]entryParam {
-	m := map[string]entryParam{
-		"kd_norm_rope_store": {"kd_normrope_params", "kernels/normrope/normrope.h", normRopeParamsSize},
-		"kd_indexer_logits":  {"kd_logits_params", "kernels/logits/logits.h", logitsParamsSize},
-	}
-	for _, k := range topkEntryKs {
-		m[fmtEntry("kd_topk_transform_%d", k)] = entryParam{"kd_topk_params", "kernels/topk/topk.h", topkParamsSize}
+	m := map[string]entryParam{}
+	for _, l := range launchers {
+		for _, e := range l.Entries {
+			m[e] = entryParam{l.Struct, l.Header, l.Size}
+		}
 	}
 	return m
 }

@@ -58,19 +58,16 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/logits"
 )
-
-// logitsParams mirrors the JSON of kernels/logits.Params (the fields the
-// launch needs).
-type logitsParams struct {
-	Store    string `json:"store"`
-	PageSize int    `json:"page_size"`
-	Heads    int    `json:"heads"`
-	Clean    bool   `json:"clean"`
-}
 
 // logitsParamsSize is sizeof(kd_logits_params) as cgo compiled it.
 const logitsParamsSize = C.sizeof_kd_logits_params
+
+func init() {
+	registerLauncher(launcher{Kernel: logits.KernelName, Pack: packLogits, Struct: "kd_logits_params",
+		Header: "kernels/logits/logits.h", Size: logitsParamsSize, Entries: []string{"kd_indexer_logits"}})
+}
 
 // packLogits launches kd_indexer_logits with KD_LOGITS_THREADS threads per
 // block, one block per (row, tile of KD_LOGITS_TILE positions): grid
@@ -85,8 +82,8 @@ const logitsParamsSize = C.sizeof_kd_logits_params
 // whatever a case declares. Per-row rules (seq_lens,
 // page ids) are the harness's Validate.
 func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p logitsParams
-	if err := decodeParams("indexer_logits", raw, &p); err != nil {
+	var p logits.Params // the fields the launch does not need are ignored
+	if err := decodeParams(logits.KernelName, raw, &p); err != nil {
 		return launch{}, err
 	}
 	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_LOGITS_STORE_FP8, "bf16": C.KD_LOGITS_STORE_BF16})

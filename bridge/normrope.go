@@ -60,24 +60,16 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
-
-// normRopeParams mirrors the JSON of kernels/normrope.Params (the fields
-// the launch needs).
-type normRopeParams struct {
-	Norm       string  `json:"norm"`
-	RopeOffset int     `json:"rope_offset"`
-	RopeStyle  string  `json:"rope_style"`
-	Hadamard   bool    `json:"hadamard"`
-	Store      string  `json:"store"`
-	ScaleFmt   string  `json:"scale_fmt"`
-	PageSize   int     `json:"page_size"`
-	NumPages   int     `json:"num_pages"`
-	Eps        float32 `json:"eps"`
-}
 
 // normRopeParamsSize is sizeof(kd_normrope_params) as cgo compiled it.
 const normRopeParamsSize = C.sizeof_kd_normrope_params
+
+func init() {
+	registerLauncher(launcher{Kernel: normrope.KernelName, Pack: packNormRope, Struct: "kd_normrope_params",
+		Header: "kernels/normrope/normrope.h", Size: normRopeParamsSize, Entries: []string{"kd_norm_rope_store"}})
+}
 
 // enum maps a params string to its normrope.h enum value.
 func enum(name, got string, values map[string]int32) (int32, error) {
@@ -99,8 +91,8 @@ func enum(name, got string, values map[string]int32) (int32, error) {
 // power of two, shapes that disagree. Per-token rules (positions below
 // max_pos, out_loc distinct and in range) are the harness's Validate.
 func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p normRopeParams
-	if err := decodeParams("norm_rope_store", raw, &p); err != nil {
+	var p normrope.Params // the fields the launch does not need are ignored
+	if err := decodeParams(normrope.KernelName, raw, &p); err != nil {
 		return launch{}, err
 	}
 	norm, err := enum("norm", p.Norm, map[string]int32{"rms": C.KD_NORM_RMS, "layer": C.KD_NORM_LAYER})

@@ -8,10 +8,6 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/kernels/logits"
-	"github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // the embedded suites hold pipeline cases
-	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
 // kernels/faults.txt and the Go mutant catalog (docs/mutants.md and docs/contracts/indexer_logits.md)
@@ -19,23 +15,39 @@ import (
 // after it, each build names a mutant of its own kernel (or "-" for a
 // RACE_* or MEM_* sanitizer control), the kernel's source switches on its
 // KD_FAULT_ macro, and exactly the builds of the mutants only the large
-// suite catches (logits.LargeMutants) say so in the fifth column.
+// suite catches (a kernel's LargeMutants, logits.LargeMutants) say so in the fifth column.
 func TestFaultListCoversCatalog(t *testing.T) {
 	builds, err := readFaultList(filepath.Join("..", "kernels", "faults.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kernels with CUDA source, from kernels/entries.txt (generated
+	// from the headers); their mutants from the registered kernel, with
+	// those only the large suite catches (an optional LargeMutants method).
+	type largeMutanter interface{ LargeMutants() []difftest.Mutant }
 	kernels := map[string]struct {
 		src     string
 		mutants []difftest.Mutant
-	}{
-		"topk_transform":  {"topk/topk.cu", topk.Mutants()},
-		"norm_rope_store": {"normrope/normrope.cu", normrope.Mutants()},
-		"indexer_logits":  {"logits/logits.cu", append(logits.Mutants(), logits.LargeMutants()...)},
-	}
+	}{}
 	large := map[string]bool{}
-	for _, m := range logits.LargeMutants() {
-		large[m.Name] = true
+	var largeNames []string
+	for _, e := range readEntries(t) {
+		k, ok := difftest.LookupKernel(e.contract)
+		if !ok {
+			t.Fatalf("kernels/entries.txt: %s is not registered", e.contract)
+		}
+		ms := k.Mutants()
+		if lm, ok := k.(largeMutanter); ok {
+			for _, m := range lm.LargeMutants() {
+				large[m.Name] = true
+				largeNames = append(largeNames, m.Name)
+			}
+			ms = append(ms, lm.LargeMutants()...)
+		}
+		kernels[e.contract] = struct {
+			src     string
+			mutants []difftest.Mutant
+		}{e.dir + "/" + e.dir + ".cu", ms}
 	}
 	owner := map[string]string{} // Go mutant → kernel
 	for k, kk := range kernels {
@@ -52,7 +64,7 @@ func TestFaultListCoversCatalog(t *testing.T) {
 		seen[b.Name] = true
 		kk, ok := kernels[b.Kernel]
 		if !ok {
-			t.Errorf("%s: kernel %q is not topk_transform, norm_rope_store or indexer_logits", b.Name, b.Kernel)
+			t.Errorf("%s: kernel %q has no CUDA entry point (kernels/entries.txt)", b.Name, b.Kernel)
 			continue
 		}
 		src, err := os.ReadFile(filepath.Join("..", "kernels", kk.src))
@@ -69,7 +81,7 @@ func TestFaultListCoversCatalog(t *testing.T) {
 			continue
 		}
 		if (b.Suite == LargeSuite) != large[b.Mutant] || (b.Suite != "" && b.Suite != LargeSuite) {
-			t.Errorf("%s: suite column %q; want %q exactly for the builds of %v", b.Name, b.Suite, LargeSuite, logits.LargeMutants())
+			t.Errorf("%s: suite column %q; want %q exactly for the builds of %v", b.Name, b.Suite, LargeSuite, largeNames)
 		}
 		if k, ok := owner[b.Mutant]; !ok || k != b.Kernel {
 			t.Errorf("%s: %q is not a catalog mutant of %s", b.Name, b.Mutant, b.Kernel)

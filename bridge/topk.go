@@ -45,21 +45,23 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
-
-// topkParams mirrors the JSON of kernels/topk.Params (the fields the
-// launch needs).
-type topkParams struct {
-	K         int  `json:"K"`
-	P         int  `json:"P"`
-	ReturnRaw bool `json:"return_raw"`
-}
 
 // topkEntryKs are the K values topk.cu instantiates.
 var topkEntryKs = [...]int{512, 1024, 2048}
 
 // topkParamsSize is sizeof(kd_topk_params) as cgo compiled it.
 const topkParamsSize = C.sizeof_kd_topk_params
+
+func init() {
+	var entries []string
+	for _, k := range topkEntryKs {
+		entries = append(entries, fmtEntry("kd_topk_transform_%d", k))
+	}
+	registerLauncher(launcher{Kernel: topk.KernelName, Pack: packTopk, Struct: "kd_topk_params",
+		Header: "kernels/topk/topk.h", Size: topkParamsSize, Entries: entries})
+}
 
 // packTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
 // threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride],
@@ -69,8 +71,8 @@ const topkParamsSize = C.sizeof_kd_topk_params
 // or with K, a page size that is not a power of two, a batch over 2^31 − 1.
 // Per-row rules (seq_lens, slot range) are the harness's Validate.
 func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p topkParams
-	if err := decodeParams("topk_transform", raw, &p); err != nil {
+	var p topk.Params // the fields the launch does not need are ignored
+	if err := decodeParams(topk.KernelName, raw, &p); err != nil {
 		return launch{}, err
 	}
 	ok := false

@@ -18,10 +18,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
-	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"     // registers topk_transform
+	_ "github.com/kerneldiff/kerneldiff/kernels/all" // registers every kernel
 )
 
 // execBuild builds testdata/execimpl with the given build tags into a

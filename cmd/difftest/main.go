@@ -3,7 +3,7 @@
 // reports every case with a verdict, a failure class and a replay command.
 //
 //	difftest run [--suite NAME|FILE] [--impl cuda|reference|mutant:NAME|exec:CMD] [--fatbin FILE] [flags]
-//	difftest list [suites|cases|impls|mutants|families] [--suite NAME|FILE]
+//	difftest list [suites|cases|impls|mutants|families|contracts] [--suite NAME|FILE] [--json]
 //	difftest replay [--impl IMPL] FILE.safetensors
 //	difftest selftest [--suite NAME|FILE] [--seed N]
 //	difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...
@@ -14,7 +14,9 @@
 //	difftest help
 //
 // `list families` prints each kernel's input families and the suite
-// params they accept. `run --device all` (or a list) runs one GPU worker
+// params they accept. `list contracts` prints each kernel's tensors,
+// output shapes and params keys (--json: the form
+// python/src/kerneldiff/contracts.json holds, docs/adding-a-kernel.md). `run --device all` (or a list) runs one GPU worker
 // per device; `run --shard auto` takes its shard from a Slurm array, a
 // Kubernetes indexed Job or KD_SHARD. --fatbin defaults to build/kernels.fatbin, relative
 // to the working directory. Every command prints its flags with --help
@@ -42,11 +44,9 @@ import (
 
 	// The cuda implementation, `difftest info` and the GPU worker.
 	_ "github.com/kerneldiff/kerneldiff/bridge"
-	// Kernel contracts register themselves.
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
+	// Kernel contracts register themselves; kernels/all imports every
+	// kernel folder (generated: docs/adding-a-kernel.md).
+	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
 func main() {

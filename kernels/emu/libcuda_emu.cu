@@ -208,11 +208,10 @@ int run_store(unsigned, unsigned, void **params);
 int run_test_copy(unsigned, unsigned, void **params);
 
 const Entry kEntries[] = {
-    {"kd_topk_transform_512", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_512>},
-    {"kd_topk_transform_1024", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_1024>},
-    {"kd_topk_transform_2048", KD_TOPK_THREADS, true, run_kernel<kd_topk_params, kd_topk_transform_2048>},
-    {"kd_norm_rope_store", KD_NORMROPE_THREADS, true, run_kernel<kd_normrope_params, kd_norm_rope_store>},
-    {"kd_indexer_logits", KD_LOGITS_THREADS, true, run_kernel<kd_logits_params, kd_indexer_logits>},
+    /* Every entry point of ../kernels.cu (KD_KERNEL_ENTRIES, generated). */
+#define KD_EMU_ENTRY(contract, entry, params, threads) {#entry, threads, true, run_kernel<params, entry>},
+    KD_KERNEL_ENTRIES(KD_EMU_ENTRY)
+#undef KD_EMU_ENTRY
     /* The hand-written PTX test kernels of the GPU tests. */
     {"kd_store", 1024, false, run_store},          /* cuda/gpu_test.go */
     {"kd_test_copy", 1024, false, run_test_copy},  /* bridge/testdata/test_copy.ptx */

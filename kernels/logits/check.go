@@ -7,18 +7,13 @@ package logits
 import (
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// maxWorst is how many elements a Result lists in Worst.
-const maxWorst = 8
-
-// ratioCap stands in for an unbounded tolerance ratio (a non-finite value
-// where a finite one is due); JSON has no +Inf.
-const ratioCap = 1e9
+// ratioCap stands in for an unbounded tolerance ratio (difftest.RatioCap).
+const ratioCap = difftest.RatioCap
 
 // Check compares the logits got with the reference's want. Per row b:
 //
@@ -129,13 +124,7 @@ type tally struct {
 	zeros, mismatch, nonFinite         int
 	firstDC                            string
 	maxRatio                           float64
-	worst                              []scored
-}
-
-type scored struct {
-	el    difftest.Element
-	ratio float64
-	b, s  int
+	worst                              difftest.Worst // key (row, position)
 }
 
 func (t *tally) merge(o *tally) {
@@ -150,32 +139,7 @@ func (t *tally) merge(o *tally) {
 		t.firstDC = o.firstDC
 	}
 	t.maxRatio = math.Max(t.maxRatio, o.maxRatio)
-	for _, s := range o.worst {
-		t.note(s)
-	}
-}
-
-func less(a, b scored) bool {
-	if a.ratio != b.ratio {
-		return a.ratio > b.ratio
-	}
-	if a.b != b.b {
-		return a.b < b.b
-	}
-	return a.s < b.s
-}
-
-// note keeps the maxWorst highest ratios (ties: lower row, then position,
-// first, so the result is the same for any split into chunks).
-func (t *tally) note(s scored) {
-	if len(t.worst) == maxWorst && !less(s, t.worst[maxWorst-1]) {
-		return
-	}
-	t.worst = append(t.worst, s)
-	sort.Slice(t.worst, func(i, j int) bool { return less(t.worst[i], t.worst[j]) })
-	if len(t.worst) > maxWorst {
-		t.worst = t.worst[:maxWorst]
-	}
+	t.worst.Merge(&o.worst)
 }
 
 // record counts one compared element; mk builds its report entry, called
@@ -193,13 +157,13 @@ func (t *tally) record(failed, nonFinite bool, ratio float64, mk func() difftest
 	if ratio == 0 && !failed {
 		return
 	}
-	sc := scored{ratio: ratio, b: b, s: s}
-	if len(t.worst) == maxWorst && !less(sc, t.worst[maxWorst-1]) {
+	key := [2]int{b, s}
+	if !t.worst.Admits(ratio, key) {
 		return
 	}
-	sc.el = mk()
-	sc.el.Ratio = difftest.RatioOf(ratio)
-	t.note(sc)
+	el := mk()
+	el.Ratio = difftest.RatioOf(ratio)
+	t.worst.Add(difftest.WorstItem{Element: el, Ratio: ratio, Key: key})
 }
 
 func (t *tally) result() difftest.Result {
@@ -217,10 +181,7 @@ func (t *tally) result() difftest.Result {
 	if compared > 0 {
 		m["mismatch_fraction"] = float64(t.mismatch) / float64(compared)
 	}
-	r := difftest.Result{Metrics: m}
-	for _, s := range t.worst {
-		r.Worst = append(r.Worst, s.el)
-	}
+	r := difftest.Result{Metrics: m, Worst: t.worst.Elements()}
 	if t.mismatch == 0 {
 		if t.positions > 0 && t.checked == 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("no position has a specified value (all %d don't care; %s): only the clean tail and the guards were checked", t.positions, t.firstDC))
@@ -231,8 +192,8 @@ func (t *tally) result() difftest.Result {
 	if t.nonFinite > 0 {
 		r.Class = difftest.NonFinite
 	}
-	w := t.worst[0]
+	w := t.worst.Items()[0]
 	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
-		w.el.Tensor, w.el.Index, w.el.Got, w.el.Want, w.ratio, t.mismatch, compared)
+		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.mismatch, compared)
 	return r
 }

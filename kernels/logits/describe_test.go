@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,55 +16,20 @@ import (
 	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
-// TestDescribeFamiliesMatchesParser checks, for every family, that each
-// key the parser reads is described for that family exactly when decode
-// reads it there (a mistyped value of a read key is a type error naming
-// it, of an unread key the "unknown param" error), and that exactly the
-// described-required params are required.
+// TestDescribeFamiliesMatchesParser checks the family documentation
+// against CheckSpec (paramtest.CheckFamilies), each family's doc against
+// FamilyDoc, and that exactly lengths is marked required.
 func TestDescribeFamiliesMatchesParser(t *testing.T) {
-	keys, err := paramtest.SourceParamKeys(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) < 13 {
-		t.Fatalf("found only %d param keys in the source: %v", len(keys), keys)
-	}
-	var names []string
+	paramtest.CheckFamilies(t, Kernel{}, ".", 13, "K") // K: a topk param, unknown here
 	for _, fi := range (Kernel{}).DescribeFamilies() {
-		names = append(names, fi.Name)
-		if fi.Doc == "" || fi.Doc != FamilyDoc(fi.Name) {
+		if fi.Doc != FamilyDoc(fi.Name) {
 			t.Errorf("family %s: doc %q, want FamilyDoc's", fi.Name, fi.Doc)
 		}
-		described := map[string]bool{}
 		for _, p := range fi.Params {
-			if described[p.Name] {
-				t.Errorf("family %s: param %s described twice", fi.Name, p.Name)
-			}
-			described[p.Name] = true
-			if p.Doc == "" || strings.Contains(p.Doc, "\n") {
-				t.Errorf("family %s param %s: doc must be one non-empty line, got %q", fi.Name, p.Name, p.Doc)
-			}
-			if !slices.Contains(keys, p.Name) {
-				t.Errorf("family %s: param %q is described but the source never reads it", fi.Name, p.Name)
-			}
 			if p.Required != (p.Name == "lengths") {
 				t.Errorf("family %s param %s: required = %v", fi.Name, p.Name, p.Required)
 			}
 		}
-		for _, k := range append(keys, "K") { // K: a topk param, unknown here
-			spec := difftest.CaseSpec{Kernel: KernelName, Family: fi.Name, Name: "c", Params: map[string]any{k: []any{"?"}}}
-			err := CheckSpec(spec)
-			if err == nil {
-				t.Fatalf("family %s, %s = [\"?\"]: CheckSpec succeeded", fi.Name, k)
-			}
-			read := !strings.Contains(err.Error(), "unknown param")
-			if read != described[k] {
-				t.Errorf("family %s param %q: decode reads it = %v, described = %v (error: %v)", fi.Name, k, read, described[k], err)
-			}
-		}
-	}
-	if !slices.Equal(names, Families()) {
-		t.Errorf("described families %v, want Families() %v", names, Families())
 	}
 }
 

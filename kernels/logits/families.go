@@ -7,9 +7,9 @@ package logits
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
@@ -68,14 +68,7 @@ var families = map[string]family{
 
 // Families returns the input family names, sorted: gaussian, nan-keys,
 // negative, page-counts. FamilyDoc describes each.
-func Families() []string {
-	names := make([]string, 0, len(families))
-	for n := range families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Families() []string { return slices.Sorted(maps.Keys(families)) }
 
 // FamilyDoc returns a one-line description of an input family, or "" for
 // an unknown name.

@@ -87,6 +87,11 @@ typedef struct {
     int32_t        tiles;      /* ceil(stride / KD_LOGITS_TILE): grid.x = batch * tiles */
 } kd_logits_params;
 
+/* The entry points of this kernel, X(contract, entry, params struct, block
+ * threads) each (docs/adding-a-kernel.md). */
+#define KD_LOGITS_ENTRIES(X) \
+    X(indexer_logits, kd_indexer_logits, kd_logits_params, KD_LOGITS_THREADS)
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,10 @@ func Mutants() []difftest.Mutant {
 	return ms
 }
 
+// LargeMutants returns LargeMutants: the fault-list test of bridge finds
+// them through the registered Kernel.
+func (Kernel) LargeMutants() []difftest.Mutant { return LargeMutants() }
+
 // LargeMutants returns the catalog mutants that only the large suite's
 // cache beyond 2 GiB exposes: logits-offset-int32. They are not part of
 // Kernel.Mutants, so `difftest selftest` on the default suite does not

@@ -6,7 +6,6 @@
 package logits
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -192,9 +191,7 @@ func (p Params) Check() error {
 // missing accum_bits reads as DefaultAccumBits.
 func ParseParams(raw json.RawMessage) (Params, error) {
 	p := Params{AccumBits: DefaultAccumBits}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := difftest.DecodeStrict(raw, &p); err != nil {
 		return Params{}, fmt.Errorf("%s params: %w", KernelName, err)
 	}
 	if err := p.Check(); err != nil {
@@ -204,14 +201,4 @@ func ParseParams(raw json.RawMessage) (Params, error) {
 }
 
 // paramsOf returns the Params of a case (stored by value or by pointer).
-func paramsOf(c *difftest.Case) (Params, error) {
-	switch p := c.Params.(type) {
-	case Params:
-		return p, nil
-	case *Params:
-		if p != nil {
-			return *p, nil
-		}
-	}
-	return Params{}, fmt.Errorf("case %s: params are %T, want logits.Params", c.ID, c.Params)
-}
+func paramsOf(c *difftest.Case) (Params, error) { return difftest.ParamsOf[Params](c) }

@@ -2,44 +2,17 @@ package logits
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads fixtures/suites/NAME/logits.toml.
+// loadSuite reads fixtures/suites/NAME/logits.toml (paramtest.SuiteSpecs).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
-	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", name, "logits.toml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Case []difftest.CaseSpec `toml:"case"`
-	}
-	if _, err := toml.Decode(string(raw), &f); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	seen := map[string]bool{}
-	for _, s := range f.Case {
-		if s.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q, want %q", path, s.Name, s.Kernel, KernelName)
-		}
-		if seen[s.Name] {
-			t.Fatalf("%s: duplicate case name %q", path, s.Name)
-		}
-		seen[s.Name] = true
-	}
-	if len(f.Case) == 0 {
-		t.Fatalf("%s: no cases", path)
-	}
-	return f.Case
+	return paramtest.SuiteSpecs(t, name, "logits.toml", KernelName)
 }
 
 // runSuite checks that the reference passes every case of a suite (also

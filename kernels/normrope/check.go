@@ -9,19 +9,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
-// maxWorst is how many elements a Result lists in Worst.
-const maxWorst = 8
-
-// ratioCap stands in for an unbounded tolerance ratio (a non-finite value,
-// or a value on a side where nothing is accepted); JSON has no +Inf.
-const ratioCap = 1e9
+// ratioCap stands in for an unbounded tolerance ratio (difftest.RatioCap):
+// a non-finite value, or a value on a side where nothing is accepted.
+const ratioCap = difftest.RatioCap
 
 // Check compares the cache got with the reference's want for every token
 // with out_loc ≥ 0 (bytes outside written slots are the harness's canary
@@ -140,14 +136,7 @@ type tally struct {
 	nonFinite          int
 	maxDist            int
 	maxRatio           float64
-	worst              []scored
-}
-
-type scored struct {
-	el     difftest.Element
-	ratio  float64
-	failed bool
-	token  int
+	worst              difftest.Worst // key (token, 0), then the element's index
 }
 
 func newTally() *tally { return &tally{} }
@@ -166,31 +155,7 @@ func (t *tally) merge(o *tally) {
 	t.nonFinite += o.nonFinite
 	t.maxDist = max(t.maxDist, o.maxDist)
 	t.maxRatio = math.Max(t.maxRatio, o.maxRatio)
-	for _, s := range o.worst {
-		t.note(s)
-	}
-}
-
-// note records one compared element; it keeps the maxWorst highest ratios
-// (ties: lower token first, so the result is the same for any split).
-func (t *tally) note(s scored) {
-	less := func(a, b scored) bool {
-		if a.ratio != b.ratio {
-			return a.ratio > b.ratio
-		}
-		if a.token != b.token {
-			return a.token < b.token
-		}
-		return a.el.Index < b.el.Index
-	}
-	if len(t.worst) == maxWorst && !less(s, t.worst[maxWorst-1]) {
-		return
-	}
-	t.worst = append(t.worst, s)
-	sort.Slice(t.worst, func(i, j int) bool { return less(t.worst[i], t.worst[j]) })
-	if len(t.worst) > maxWorst {
-		t.worst = t.worst[:maxWorst]
-	}
+	t.worst.Merge(&o.worst)
 }
 
 // record counts one element with its verdict; mk builds its report entry,
@@ -208,15 +173,13 @@ func (t *tally) record(token int, failed, nonFinite bool, ratio float64, mk func
 	if ratio == 0 && !failed {
 		return
 	}
-	if len(t.worst) == maxWorst {
-		last := t.worst[maxWorst-1]
-		if ratio < last.ratio || (ratio == last.ratio && token >= last.token) {
-			return
-		}
+	key := [2]int{token, 0}
+	if !t.worst.Admits(ratio, key) {
+		return
 	}
 	el := mk()
 	el.Ratio = difftest.RatioOf(ratio)
-	t.note(scored{el: el, ratio: ratio, failed: failed, token: token})
+	t.worst.Add(difftest.WorstItem{Element: el, Ratio: ratio, Key: key})
 }
 
 func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
@@ -239,10 +202,7 @@ func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
 		m["max_code_distance"] = t.maxDist
 		m["scale_mismatches"] = t.scaleMismatch
 	}
-	r := difftest.Result{Metrics: m}
-	for _, s := range t.worst {
-		r.Worst = append(r.Worst, s.el)
-	}
+	r := difftest.Result{Metrics: m, Worst: t.worst.Elements()}
 	if t.mismatch == 0 {
 		if t.written > 0 && t.tokens == 0 {
 			msg := fmt.Sprintf("no written token has a specified value (all %d don't care; %s): only the canaries were checked", t.written, t.firstDC)
@@ -258,9 +218,9 @@ func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
 	if t.nonFinite > 0 {
 		r.Class = difftest.NonFinite
 	}
-	w := t.worst[0]
+	w := t.worst.Items()[0]
 	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
-		w.el.Tensor, w.el.Index, w.el.Got, w.el.Want, w.ratio, t.mismatch, t.elements)
+		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.mismatch, t.elements)
 	return r
 }
 

@@ -6,8 +6,9 @@ package normrope
 
 import (
 	"errors"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
@@ -268,14 +269,7 @@ func fillLargeMean(g *gen) {
 // Families returns the input family names, sorted: bf16-max, constant,
 // e4m3-max, e4m3-midpoint, gaussian, large-mean, nonfinite, outlier,
 // positions, slots, zero. FamilyDoc describes each.
-func Families() []string {
-	names := make([]string, 0, len(families))
-	for n := range families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Families() []string { return slices.Sorted(maps.Keys(families)) }
 
 // FamilyDoc returns a one-line description of an input family, or "" for
 // an unknown name.

@@ -4,8 +4,6 @@
 package normrope
 
 import (
-	"fmt"
-
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
@@ -43,17 +41,7 @@ type inputs struct {
 }
 
 // paramsOf returns the Params of a case (stored by value or by pointer).
-func paramsOf(c *difftest.Case) (Params, error) {
-	switch p := c.Params.(type) {
-	case Params:
-		return p, nil
-	case *Params:
-		if p != nil {
-			return *p, nil
-		}
-	}
-	return Params{}, fmt.Errorf("case %s: params are %T, want normrope.Params", c.ID, c.Params)
-}
+func paramsOf(c *difftest.Case) (Params, error) { return difftest.ParamsOf[Params](c) }
 
 // load validates c and unpacks it.
 func load(c *difftest.Case) (*inputs, error) {

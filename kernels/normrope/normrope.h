@@ -116,6 +116,11 @@ typedef struct {
     int32_t         scale_fmt;  /* KD_SCALE_*: the FP8 store's scale; checked with either store */
 } kd_normrope_params;
 
+/* The entry points of this kernel, X(contract, entry, params struct, block
+ * threads) each (docs/adding-a-kernel.md). */
+#define KD_NORMROPE_ENTRIES(X) \
+    X(norm_rope_store, kd_norm_rope_store, kd_normrope_params, KD_NORMROPE_THREADS)
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,6 @@
 package normrope
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -205,10 +204,7 @@ func ParseParams(raw json.RawMessage) (Params, error) {
 		Params
 		Eps json.Number `json:"eps"` // shadows Params.Eps
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&pj); err != nil {
+	if err := difftest.DecodeStrict(raw, &pj); err != nil {
 		return Params{}, fmt.Errorf("norm_rope_store params: %w", err)
 	}
 	p := pj.Params

@@ -150,22 +150,14 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 	if err != nil {
 		return nil
 	}
-	var rs []difftest.Reduction
-	add := func(what, key string, f func(n *shrinkModel) bool) {
-		rs = append(rs, difftest.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
-			n := m.clone()
-			if !f(n) {
-				return nil, fmt.Errorf("no change")
-			}
-			return n.build()
-		}})
-	}
+	rs := difftest.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
+	add := rs.Add
 	N := len(m.x)
 	for s := (N + 1) / 2; s >= 1; s = (s + 1) / 2 {
 		for i := 0; i < N; i += s {
 			j := min(i+s, N)
 			if j-i < N {
-				add(fmt.Sprintf("drop tokens %s of %d", span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
+				add(fmt.Sprintf("drop tokens %s of %d", difftest.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
 					n.x = slices.Delete(n.x, i, j)
 					n.pos = slices.Delete(n.pos, i, j)
 					n.loc = slices.Delete(n.loc, i, j)
@@ -250,7 +242,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			written++
 		}
 	}
-	if one := nextPow2(max(written, 1)); m.p.NumPages > 1 || one != m.p.PageSize {
+	if one := difftest.NextPow2(max(written, 1)); m.p.NumPages > 1 || one != m.p.PageSize {
 		add(fmt.Sprintf("one page of %d slots, written slots 0, 1, … in token order", one), "pages/one", func(n *shrinkModel) bool {
 			k := 0
 			for t, l := range n.loc {
@@ -271,7 +263,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 	}
 	for s := Dim / 2; s >= 1; s /= 2 {
 		for i := 0; i < Dim; i += s {
-			add(fmt.Sprintf("x dims %s → 0 in every token", span(i, i+s)), fmt.Sprintf("x/zero/%d", s), func(n *shrinkModel) bool {
+			add(fmt.Sprintf("x dims %s → 0 in every token", difftest.Span(i, i+s)), fmt.Sprintf("x/zero/%d", s), func(n *shrinkModel) bool {
 				changed := false
 				for t := range n.x {
 					for d := i; d < i+s; d++ {
@@ -303,7 +295,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		}
 		return changed
 	})
-	return rs
+	return rs.List()
 }
 
 // fill32 sets every element of v to x and reports whether one changed.
@@ -355,21 +347,4 @@ func rankBF16(v []uint16) bool {
 		v[i] = nb
 	}
 	return changed
-}
-
-// span renders the half-open range [i, j) as "i–j−1" (or "i").
-func span(i, j int) string {
-	if j-i == 1 {
-		return fmt.Sprint(i)
-	}
-	return fmt.Sprintf("%d–%d", i, j-1)
-}
-
-// nextPow2 returns the smallest power of two ≥ n (n ≥ 1).
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }

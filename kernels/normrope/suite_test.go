@@ -1,47 +1,21 @@
 package normrope
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
 // loadSuite reads the norm_rope_store cases of suite NAME with the
-// harness's parser (difftest.ParseSuite), so [case.matrix] tables come
-// back expanded, in suite order: every case of fixtures/suites/NAME/normrope.toml
-// and those of v41.toml (the DeepSeek-V4.1 formats, FP4 keys).
+// harness's parser, in suite order: every case of
+// fixtures/suites/NAME/normrope.toml, then this kernel's cases of v41.toml
+// (the DeepSeek-V4.1 formats: FP4 keys).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
-	var specs []difftest.CaseSpec
-	for _, file := range []string{"normrope.toml", "v41.toml"} {
-		path := filepath.Join("..", "..", "fixtures", "suites", name, file)
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cases, err := difftest.ParseSuite(path, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, sc := range cases {
-			if sc.Spec.Kernel != KernelName {
-				if file == "normrope.toml" {
-					t.Fatalf("%s: case %q: kernel %q, want %q", path, sc.Spec.Name, sc.Spec.Kernel, KernelName)
-				}
-				continue
-			}
-			specs = append(specs, sc.Spec)
-			n++
-		}
-		if n == 0 {
-			t.Fatalf("%s: no %s cases", path, KernelName)
-		}
-	}
-	return specs
+	specs := paramtest.SuiteSpecs(t, name, "normrope.toml", KernelName)
+	return append(specs, paramtest.KernelSpecs(t, name, "v41.toml", KernelName)...)
 }
 
 const canary = 0xA5

@@ -53,14 +53,8 @@ func (Kernel) FromTensors(id string, params json.RawMessage, tensors map[string]
 		return nil, fmt.Errorf("case %s: %w", id, err)
 	}
 	c := &difftest.Case{ID: id, Kernel: KernelName, Family: p.Family, Params: p, Outputs: outputsOf(p)}
-	for _, name := range InputNames() {
-		t, ok := tensors[name]
-		if !ok || t == nil {
-			return nil, fmt.Errorf("case %s: capture has no tensor %q", id, name)
-		}
-		t = t.Clone()
-		t.Name = name
-		c.Inputs = append(c.Inputs, t)
+	if c.Inputs, err = difftest.CaptureInputs(id, InputNames(), tensors); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -23,7 +23,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -112,25 +111,13 @@ func (p Params) Check() error {
 // and checks it.
 func ParseParams(raw json.RawMessage) (Params, error) {
 	var p Params
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := difftest.DecodeStrict(raw, &p); err != nil {
 		return Params{}, fmt.Errorf("%s params: %w", KernelName, err)
 	}
 	return p, p.Check()
 }
 
-func paramsOf(c *difftest.Case) (Params, error) {
-	switch p := c.Params.(type) {
-	case Params:
-		return p, nil
-	case *Params:
-		if p != nil {
-			return *p, nil
-		}
-	}
-	return Params{}, fmt.Errorf("case %s: params are %T, want pipeline.Params", c.ID, c.Params)
-}
+func paramsOf(c *difftest.Case) (Params, error) { return difftest.ParamsOf[Params](c) }
 
 // InputNames returns the pipeline case's input names in contract order.
 func InputNames() []string {

@@ -3,7 +3,6 @@
 package topk
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -71,13 +70,11 @@ func (p Params) log2P() uint {
 // paramsOf returns the *Params of a case built by this package, or an
 // error when the case belongs to another kernel.
 func paramsOf(c *difftest.Case) (*Params, error) {
-	switch p := c.Params.(type) {
-	case *Params:
-		return p, nil
-	case Params:
-		return &p, nil
+	p, err := difftest.ParamsOf[Params](c)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("case %s: params are %T, not topk.Params", c.ID, c.Params)
+	return &p, nil
 }
 
 // FromTensors rebuilds a case from a capture file: params is the JSON of
@@ -95,9 +92,7 @@ func paramsOf(c *difftest.Case) (*Params, error) {
 // or the parameter and its limit.
 func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := difftest.DecodeStrict(params, &p); err != nil {
 		return nil, fmt.Errorf("case %s: params: %w", id, err)
 	}
 	var in []*difftest.Tensor

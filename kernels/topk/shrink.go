@@ -162,16 +162,8 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 	if err != nil {
 		return nil
 	}
-	var rs []difftest.Reduction
-	add := func(what, key string, f func(n *shrinkModel) bool) {
-		rs = append(rs, difftest.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
-			n := m.clone()
-			if !f(n) {
-				return nil, fmt.Errorf("no change")
-			}
-			return n.build()
-		}})
-	}
+	rs := difftest.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
+	add := rs.Add
 	B, K := len(m.rows), m.p.K
 	for _, s := range chunkSizes(B, B) {
 		for i := 0; i < B; i += s {
@@ -179,7 +171,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			if j-i == B {
 				continue
 			}
-			add(fmt.Sprintf("drop rows %s of %d", span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
+			add(fmt.Sprintf("drop rows %s of %d", difftest.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
 				n.rows = slices.Delete(n.rows, i, j)
 				return true
 			})
@@ -231,7 +223,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		return changed
 	})
 	add("page ids → 0, 1, 2, … in the same order", "pages/dense", func(n *shrinkModel) bool { return n.densePages() })
-	if P := nextPow2(maxRowLen(m)); P != m.p.P && P <= MaxPageSize {
+	if P := difftest.NextPow2(maxRowLen(m)); P != m.p.P && P <= MaxPageSize {
 		for _, shared := range []bool{true, false} {
 			what := fmt.Sprintf("one page per row (P %d → %d), row b on page b", m.p.P, P)
 			if shared {
@@ -274,7 +266,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		for _, s := range chunkSizes(L, maxChunksPerLevel) {
 			for i := 0; i < L; i += s {
 				j := min(i+s, L)
-				add(pre+"delete positions "+span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
+				add(pre+"delete positions "+difftest.Span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
 					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
 					return true
 				})
@@ -287,7 +279,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		for _, s := range chunkSizes(L, maxZeroChunks) {
 			for i := 0; i < L; i += s {
 				j := min(i+s, L)
-				add(pre+"positions "+span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
+				add(pre+"positions "+difftest.Span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
 					changed := false
 					for x := i; x < j; x++ {
 						changed = changed || n.rows[b].vals[x] != 0
@@ -298,7 +290,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			}
 		}
 	}
-	return rs
+	return rs.List()
 }
 
 // chunkSizes returns the chunk sizes of a halving pass over n items:
@@ -317,14 +309,6 @@ func chunkSizes(n, maxChunks int) []int {
 	return ss
 }
 
-// span renders the half-open range [i, j) as "i–j−1" (or "i").
-func span(i, j int) string {
-	if j-i == 1 {
-		return fmt.Sprint(i)
-	}
-	return fmt.Sprintf("%d–%d", i, j-1)
-}
-
 // maxRowLen is the longest row of m, valid scores and fill.
 func maxRowLen(m *shrinkModel) int {
 	n := 1
@@ -332,15 +316,6 @@ func maxRowLen(m *shrinkModel) int {
 		n = max(n, len(r.vals)+len(r.tail))
 	}
 	return n
-}
-
-// nextPow2 returns the smallest power of two ≥ n (n ≥ 1).
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }
 
 // ordinary reports whether f32 bits b are a normal, finite, non-zero

@@ -1,37 +1,17 @@
 package topk
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads one of this kernel's suite files with the harness's
-// parser (difftest.ParseSuite: [case.matrix] tables come back expanded,
-// in suite order; unknown keys and duplicates are errors).
+// loadSuite reads fixtures/suites/NAME/topk.toml (paramtest.SuiteSpecs).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
-	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", name, "topk.toml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := difftest.ParseSuite(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs []difftest.CaseSpec
-	for _, sc := range cases {
-		if sc.Spec.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q", path, sc.Spec.Name, sc.Spec.Kernel)
-		}
-		specs = append(specs, sc.Spec)
-	}
-	return specs
+	return paramtest.SuiteSpecs(t, name, "topk.toml", KernelName)
 }
 
 // TestSuitesCatchMutants drives each suite the way the harness does

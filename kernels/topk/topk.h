@@ -78,6 +78,14 @@ typedef struct {
     int32_t        k;            /* must equal the K of the entry point */
 } kd_topk_params;
 
+/* The entry points of this kernel, one X(contract, entry, params struct,
+ * block threads) each: the one list of them. kernels/kernels.cu composes
+ * every kernel's list into KD_KERNEL_ENTRIES (docs/adding-a-kernel.md). */
+#define KD_TOPK_ENTRIES(X)                                                  \
+    X(topk_transform, kd_topk_transform_512, kd_topk_params, KD_TOPK_THREADS)  \
+    X(topk_transform, kd_topk_transform_1024, kd_topk_params, KD_TOPK_THREADS) \
+    X(topk_transform, kd_topk_transform_2048, kd_topk_params, KD_TOPK_THREADS)
+
 #ifdef __cplusplus
 }
 #endif

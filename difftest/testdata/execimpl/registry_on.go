@@ -7,9 +7,7 @@ import (
 	"fmt"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
+	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
 // registryOutputs rebuilds the case with the registered kernel's

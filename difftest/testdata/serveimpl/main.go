@@ -4,10 +4,11 @@
 //	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE]
 //
 // It answers every request with the Go reference of the registered kernel
-// (topk_transform, norm_rope_store, indexer_logits), computed straight into the shared
+// (every kernel of kernels/all), computed straight into the shared
 // memory, and misbehaves as MODE says on the first request whose case id
 // matches -match (every request when -match is empty). -kernels is the
-// comma-separated list its hello names (default: all three).
+// comma-separated list its hello names (default: every registered kernel
+// but the chains).
 //
 // Modes, one per failure of the protocol:
 //
@@ -54,15 +55,13 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
-	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
-	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
+	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
 func main() {
 	mode := flag.String("mode", "correct", "behaviour (see the package doc)")
 	match := flag.String("match", "", "misbehave on the first case whose id matches")
-	kernels := flag.String("kernels", "topk_transform,norm_rope_store,indexer_logits", "kernels the hello names")
+	kernels := flag.String("kernels", strings.Join(unchained(), ","), "kernels the hello names (default: every registered kernel that is not a chain)")
 	pidfile := flag.String("pidfile", "", "fork: where to write the child's pid")
 	flag.Parse()
 	if *mode == "sleep" {
@@ -221,4 +220,16 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, "serveimpl:", err)
 		os.Exit(1)
 	}
+}
+
+// unchained returns the registered kernels an implementation runs itself:
+// all but chains (whose stages are those kernels).
+func unchained() []string {
+	var names []string
+	for _, k := range difftest.Kernels() {
+		if _, chain := k.(difftest.Chain); !chain {
+			names = append(names, k.Name())
+		}
+	}
+	return names
 }

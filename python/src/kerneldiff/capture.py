@@ -196,17 +196,21 @@ ParamValue = Union[Any, arg, Callable[[Dict[str, Any]], Any]]
 
 
 def _derive(kernel: str, params: Dict[str, Any], outs: Dict[str, Any], tensors: Mapping[str, Any]) -> None:
-    """Params that follow from the tensors of known contracts, unless given."""
-    if kernel == "topk_transform":
-        pi = outs.get("page_indices")
-        if "K" not in params and pi is not None and len(pi.shape) == 2:
-            params["K"] = int(pi.shape[1])
-        if "return_raw" not in params:
-            params["return_raw"] = outs.get("raw_indices") is not None
-    elif kernel == "norm_rope_store":
-        cache = tensors.get("cache")
-        if "num_pages" not in params and cache is not None and len(cache.shape) == 2:
-            params["num_pages"] = int(cache.shape[0])
+    """Params that follow from the tensors of known contracts, unless given:
+    each size param from its tensor's dimension, each output switch
+    (``return_raw``) from whether that output came back (the contract's
+    ``sizes`` and ``when``, contracts.json)."""
+    c = lookup(kernel)
+    if c is None:
+        return
+    for param, name, axis in c.sizes:
+        x = outs.get(name) if name in outs else tensors.get(name)
+        shape = getattr(x, "shape", None)
+        if param not in params and shape is not None and axis < len(shape):
+            params[param] = int(shape[axis])
+    for name, switch in c.switches.items():
+        if switch not in params:
+            params[switch] = outs.get(name) is not None
 
 
 def record(
@@ -300,7 +304,7 @@ def record(
     if limit is not None and limit < 0:
         raise ValueError(f"record: limit must be >= 0, got {limit}")
     contract = lookup(kernel)
-    out_names = {"page_indices", "raw_indices"} if kernel == "topk_transform" else set()
+    out_names = set(contract.output_names) if contract is not None else set()
     if contract is not None:
         known = {n for n, _ in contract.inputs} | out_names
         for a, target in map.items():

@@ -117,8 +117,9 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
     for n, t in tensors.items():
         if n in out_names:
             continue
-        if contract is not None and contract.input_dtype(n) not in (None, t.dtype):
-            raise ExecError(f"exec: {in_path}: tensor {n!r} is {t.dtype}, the contract says {contract.input_dtype(n)}")
+        allowed = contract.input_dtypes(n) if contract is not None else ()
+        if allowed and t.dtype not in allowed:
+            raise ExecError(f"exec: {in_path}: tensor {n!r} is {t.dtype}, the contract says {' or '.join(allowed)}")
         inputs[n] = Slot(n, t.dtype, t.array)
         saved[n] = t.array.copy()
     outputs: Dict[str, Slot] = {}

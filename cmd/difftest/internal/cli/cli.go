@@ -157,7 +157,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run [flags]", "run a suite against an implementation", runCmd},
-		{"list", "list [suites|cases|impls|mutants|families] [--suite NAME|FILE]", "list what can be run", listCmd},
+		{"list", "list [suites|cases|impls|mutants|families|contracts] [--suite NAME|FILE] [--json]", "list what can be run, or the kernels' contracts", listCmd},
 		{"replay", "replay [--impl IMPL] FILE.safetensors", "re-run one captured case", replayCmd},
 		{"selftest", "selftest [--suite NAME|FILE] [--seed N]", "check that the suite catches every catalog mutant", selftestCmd},
 		{"shrink", shrinkUsage, "reduce a failing case to a small reproducer: a capture file, a suite entry, a replay line", shrinkCmd},

@@ -15,11 +15,12 @@ import (
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// listCmd prints suites, cases, implementations, mutants or input
-// families.
+// listCmd prints suites, cases, implementations, mutants, input families
+// or contracts.
 func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("list", stderr)
 	suiteName := fs.String("suite", "default", "suite `NAME|FILE` of list cases: an embedded suite (see difftest list suites) or a TOML file")
+	asJSON := fs.Bool("json", false, "list contracts: print the contracts as JSON (python/src/kerneldiff/contracts.json is this output)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -28,7 +29,10 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		what = pos[0]
 	} else if len(pos) > 1 {
-		return usageErr(stderr, "list takes one of suites, cases, impls, mutants, families")
+		return usageErr(stderr, "list takes one of suites, cases, impls, mutants, families, contracts")
+	}
+	if *asJSON && what != "contracts" {
+		return usageErr(stderr, "list %s: --json goes with list contracts", what)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	defer tw.Flush()
@@ -83,8 +87,12 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := writeFamilies(tw); err != nil {
 			return fail(stderr, err, difftest.Summary{})
 		}
+	case "contracts":
+		if err := writeContracts(tw, stdout, *asJSON); err != nil {
+			return fail(stderr, err, difftest.Summary{})
+		}
 	default:
-		return usageErr(stderr, "list %s: want suites, cases, impls, mutants or families", what)
+		return usageErr(stderr, "list %s: want suites, cases, impls, mutants, families or contracts", what)
 	}
 	return difftest.ExitPass
 }
