@@ -38,10 +38,12 @@ type Config struct {
 	OnRecord func(rec *Record) error
 	// Progress, when set, is called after each case.
 	Progress func(done, total, failed int, elapsed time.Duration)
-	// Diagnose, when set, diagnoses each failing case whose implementation
-	// returned outputs (Diagnose, within its budgets) into the record's
-	// Diagnosis and DiagnosisNote; nil diagnoses nothing.
-	Diagnose *DiagnoseConfig
+	// Diagnose, when set, is called for each failing case with the
+	// outputs of its run (out.Got and out.Want are nil where the run did
+	// not get that far) and fills the record's Diagnosis and
+	// DiagnosisNote (difftest/triage: DiagnoseConfig.DiagnoseRecord, within
+	// its budgets); nil diagnoses nothing.
+	Diagnose func(ctx context.Context, k Kernel, c *Case, out Outcome, rec *Record)
 }
 
 // GenerateCase draws the inputs of item it (key = rng.CaseKey(seed, id))
@@ -168,7 +170,7 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 		return nil, err
 	}
 	if rec.Failed() && cfg.Diagnose != nil {
-		diagnoseRecord(ctx, cfg.Diagnose, k, c, out, rec)
+		cfg.Diagnose(ctx, k, c, out, rec)
 	}
 	rec.WallTime = time.Since(t0)
 	rec.KeyMetric = KeyMetric(k, rec)

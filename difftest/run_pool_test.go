@@ -31,7 +31,7 @@ func (p *poolFake) Run(_ context.Context, k Kernel, c *Case, outs []*Buffer) (Ru
 	if p.loseAt > 0 && n >= p.loseAt {
 		return RunInfo{}, &RunError{Class: Crash, Msg: "starting the GPU worker: CUDA_ERROR_DEVICE_UNAVAILABLE", Lost: true}
 	}
-	return RunInfo{KernelTime: time.Microsecond}, k.Reference(c, tensorsOf(outs))
+	return RunInfo{KernelTime: time.Microsecond}, k.Reference(c, TensorsOf(outs))
 }
 
 func poolItems(n int) []Item {

@@ -25,7 +25,7 @@ func (funcImpl) Close() error { return nil }
 // correct runs the reference, then applies a fault.
 func correct(fault func(c *Case, outs []*Buffer)) func(context.Context, *Case, []*Buffer) (RunInfo, error) {
 	return func(_ context.Context, c *Case, outs []*Buffer) (RunInfo, error) {
-		if err := (fakeKernel{}).Reference(c, tensorsOf(outs)); err != nil {
+		if err := (fakeKernel{}).Reference(c, TensorsOf(outs)); err != nil {
 			return RunInfo{}, err
 		}
 		if fault != nil {
@@ -186,7 +186,7 @@ func TestComplement(t *testing.T) {
 		{8, []Range{{1, 3}, {2, 3}}, []Range{{0, 1}, {5, 3}}},
 	}
 	for _, tt := range tests {
-		got, err := complement("t", tt.n, tt.rs)
+		got, err := Complement("t", tt.n, tt.rs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestComplement(t *testing.T) {
 			}
 		}
 	}
-	if _, err := complement("cache", 8, []Range{{6, 4}}); err == nil || !strings.Contains(err.Error(), "cache: written range [6, 10) outside the 8-byte output") {
+	if _, err := Complement("cache", 8, []Range{{6, 4}}); err == nil || !strings.Contains(err.Error(), "cache: written range [6, 10) outside the 8-byte output") {
 		t.Errorf("out-of-range written range: err = %v", err)
 	}
 }

@@ -21,13 +21,15 @@
 // pipeline (RunCase) on each build before it is timed, and the outputs of
 // the timed launches are checked again afterwards (guards, canaries, and
 // the same result as the checked run by Kernel.Equivalent).
-package difftest
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 	"math"
 	"time"
 )
@@ -77,8 +79,8 @@ type Timing struct {
 	// Outputs holds, [build][copy][output], each input copy's guarded
 	// output buffers after the last timed launch on it. They start as
 	// NewBuffers(c, Poison) before the first launch.
-	Outputs [][][]*Buffer
-	Poison  Poison
+	Outputs [][][]*difftest.Buffer
+	Poison  difftest.Poison
 	// Copies is the number of input copies rotated (1 with ColdFlush).
 	Copies int
 	// FlushBytes is the size of the buffer written before each run
@@ -98,7 +100,7 @@ type Timing struct {
 // from the kernel time its runs report (RunInfo.KernelTime), without
 // control of the cache.
 type KernelTimer interface {
-	TimeKernel(ctx context.Context, k Kernel, c *Case, opt TimingOptions) (*Timing, error)
+	TimeKernel(ctx context.Context, k difftest.Kernel, c *difftest.Case, opt TimingOptions) (*Timing, error)
 }
 
 // BaselineProvider is an optional interface of an Impl loaded with a
@@ -107,7 +109,7 @@ type KernelTimer interface {
 // worker (for the checks), or nil when there is none; TimeKernel with
 // TimingOptions.Baseline times both.
 type BaselineProvider interface {
-	Baseline() Impl
+	Baseline() difftest.Impl
 }
 
 // Bandwidth is the device's copy bandwidth as bench measures it: a
@@ -115,8 +117,8 @@ type BaselineProvider interface {
 // read and the bytes written (2·Bytes per copy), as a kernel's floor
 // counts what it reads and what it writes.
 type Bandwidth struct {
-	Bytes int64 `json:"bytes"` // one copy's size
-	Time  Stats `json:"time"`  // of the timed copies
+	Bytes int64       `json:"bytes"` // one copy's size
+	Time  stats.Stats `json:"time"`  // of the timed copies
 	// GBps is 2·Bytes / the median time, in 10⁹ bytes per second.
 	GBps float64 `json:"gbps"`
 }
@@ -134,20 +136,20 @@ type BandwidthMeter interface {
 // output byte it must write once (what the kernel's doc says it counts).
 // Bench divides it by the copy bandwidth for the floor time.
 type TrafficModel interface {
-	MinBytes(c *Case) int64
+	MinBytes(c *difftest.Case) int64
 }
 
 // BenchConfig describes one `difftest bench`.
 type BenchConfig struct {
 	Suite    string
-	Items    []Item
-	Impl     Impl
+	Items    []difftest.Item
+	Impl     difftest.Impl
 	ImplName string
 	// Baseline, when set, is timed against Impl on every case. When it is
 	// Impl's own BaselineProvider.Baseline and Impl is a KernelTimer, the
 	// two builds are timed interleaved in one TimeKernel call; otherwise
 	// bench alternates runs of the two implementations itself.
-	Baseline     Impl
+	Baseline     difftest.Impl
 	BaselineName string
 	Warmup       int           // < 0 is an error; default 0
 	Runs         int           // ≥ 2
@@ -209,21 +211,21 @@ type BenchResult struct {
 	// MinBytes is the kernel's TrafficModel floor, 0 when it has none.
 	MinBytes int64 `json:"min_bytes,omitempty"`
 	// Builds holds the implementation (0) and the baseline (1).
-	Builds     []BuildResult `json:"builds"`
-	Comparison *Comparison   `json:"comparison,omitempty"`
-	Copies     int           `json:"copies,omitempty"`     // input copies rotated
-	ColdBytes  int64         `json:"cold_bytes,omitempty"` // bytes between two runs on the same data
-	Warnings   []string      `json:"warnings,omitempty"`
+	Builds     []BuildResult     `json:"builds"`
+	Comparison *stats.Comparison `json:"comparison,omitempty"`
+	Copies     int               `json:"copies,omitempty"`     // input copies rotated
+	ColdBytes  int64             `json:"cold_bytes,omitempty"` // bytes between two runs on the same data
+	Warnings   []string          `json:"warnings,omitempty"`
 }
 
 // BuildResult is one build's verdict and times on one case.
 type BuildResult struct {
-	Name    string  `json:"name"`
-	Verdict Verdict `json:"verdict"` // of the check before timing and of the timed outputs
-	Class   Class   `json:"class,omitempty"`
-	Message string  `json:"message,omitempty"`
-	TimesNS []int64 `json:"times_ns,omitempty"` // every timed run, in run order
-	Stats   *Stats  `json:"stats,omitempty"`
+	Name    string           `json:"name"`
+	Verdict difftest.Verdict `json:"verdict"` // of the check before timing and of the timed outputs
+	Class   difftest.Class   `json:"class,omitempty"`
+	Message string           `json:"message,omitempty"`
+	TimesNS []int64          `json:"times_ns,omitempty"` // every timed run, in run order
+	Stats   *stats.Stats     `json:"stats,omitempty"`
 	// EffectiveGBps is MinBytes / the median time (vLLM's effective
 	// bandwidth), 10⁹ bytes per second; 0 without a floor.
 	EffectiveGBps float64 `json:"effective_gbps,omitempty"`
@@ -235,7 +237,7 @@ type BuildResult struct {
 // Failed reports whether any build of r failed its checks.
 func (r *BenchResult) Failed() bool {
 	for _, b := range r.Builds {
-		if b.Verdict == VerdictFail {
+		if b.Verdict == difftest.VerdictFail {
 			return true
 		}
 	}
@@ -254,7 +256,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		cfg.Cold = ColdFlush
 	}
 	if cfg.Alpha <= 0 {
-		cfg.Alpha = DefaultAlpha
+		cfg.Alpha = stats.DefaultAlpha
 	}
 	rep := &BenchReport{
 		Type: "bench", Version: BenchReportVersion, Suite: cfg.Suite, Impl: cfg.ImplName, Baseline: cfg.BaselineName,
@@ -267,9 +269,9 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if cfg.Runs < 2 || cfg.Warmup < 0 {
 		return rep, fmt.Errorf("bench needs runs ≥ 2 and warmup ≥ 0, got %d and %d", cfg.Runs, cfg.Warmup)
 	}
-	if pp, ok := cfg.Impl.(PropertyProvider); ok {
+	if pp, ok := cfg.Impl.(difftest.PropertyProvider); ok {
 		rep.Properties = pp.Properties()
-		rep.Emulated = rep.Properties[PropEmulated] != ""
+		rep.Emulated = rep.Properties[difftest.PropEmulated] != ""
 	}
 	if bm, ok := cfg.Impl.(BandwidthMeter); ok {
 		bw, err := bm.CopyBandwidth(ctx, 3, max(cfg.Runs, 10))
@@ -304,31 +306,31 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 			cfg.Progress(n+1, len(cfg.Items), time.Since(start))
 		}
 	}
-	rep.Geomean = Geomean(ratios)
+	rep.Geomean = stats.Geomean(ratios)
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
 
 // benchItem checks, times and re-checks one case.
-func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) (*BenchResult, error) {
-	k, c, err := GenerateCase(it)
+func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it difftest.Item) (*BenchResult, error) {
+	k, c, err := difftest.GenerateCase(it)
 	if err != nil {
 		return nil, err
 	}
-	sum := InputDigest(c)
-	res := &BenchResult{Index: it.Index, Case: c.ID, Kernel: c.Kernel, Family: c.Family, Params: MarshalParams(c), Seed: c.Seed, InputSHA256: fmt.Sprintf("%x", sum)}
+	sum := difftest.InputDigest(c)
+	res := &BenchResult{Index: it.Index, Case: c.ID, Kernel: c.Kernel, Family: c.Family, Params: difftest.MarshalParams(c), Seed: c.Seed, InputSHA256: fmt.Sprintf("%x", sum)}
 	if tm, ok := k.(TrafficModel); ok {
 		res.MinBytes = tm.MinBytes(c)
 	}
-	builds, names := []Impl{cfg.Impl}, []string{cfg.ImplName}
+	builds, names := []difftest.Impl{cfg.Impl}, []string{cfg.ImplName}
 	if cfg.Baseline != nil {
 		builds, names = append(builds, cfg.Baseline), append(names, cfg.BaselineName)
 	}
 	res.Builds = make([]BuildResult, len(builds))
-	checked := make([][]*Tensor, len(builds))
+	checked := make([][]*difftest.Tensor, len(builds))
 	for b, im := range builds {
-		rec := NewRecord(c, names[b])
-		out, err := (&CaseRun{Impl: im, Timeout: cfg.Timeout}).RunCase(ctx, k, c, rec)
+		rec := difftest.NewRecord(c, names[b])
+		out, err := (&difftest.CaseRun{Impl: im, Timeout: cfg.Timeout}).RunCase(ctx, k, c, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -341,7 +343,7 @@ func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) 
 		return res, nil
 	}
 	for _, b := range res.Builds {
-		if b.Verdict == VerdictSkip {
+		if b.Verdict == difftest.VerdictSkip {
 			res.Warnings = append(res.Warnings, "not timed: "+b.Name+" does not offer this case")
 			return res, nil
 		}
@@ -349,12 +351,12 @@ func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) 
 	opt := TimingOptions{Warmup: cfg.Warmup, Runs: cfg.Runs, Cold: cfg.Cold, Baseline: cfg.Baseline != nil}
 	tm, err := timeBuilds(ctx, cfg, builds, k, c, opt)
 	if err != nil {
-		var re *RunError
-		if !errors.As(err, &re) || re.Class == Unavailable {
+		var re *difftest.RunError
+		if !errors.As(err, &re) || re.Class == difftest.Unavailable {
 			return nil, err
 		}
 		for b := range res.Builds {
-			res.Builds[b].Verdict, res.Builds[b].Class, res.Builds[b].Message = VerdictFail, re.Class, "while timing: "+re.Msg
+			res.Builds[b].Verdict, res.Builds[b].Class, res.Builds[b].Message = difftest.VerdictFail, re.Class, "while timing: "+re.Msg
 		}
 		return res, nil
 	}
@@ -377,7 +379,7 @@ func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) 
 	}
 	for b := range res.Builds {
 		br := &res.Builds[b]
-		st := Summarize(tm.Times[b])
+		st := stats.Summarize(tm.Times[b])
 		br.Stats = &st
 		for _, t := range tm.Times[b] {
 			br.TimesNS = append(br.TimesNS, t.Nanoseconds())
@@ -391,7 +393,7 @@ func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) 
 		}
 	}
 	if len(builds) == 2 {
-		cmp := CompareTimes(tm.Times[1], tm.Times[0], cfg.Alpha)
+		cmp := stats.CompareTimes(tm.Times[1], tm.Times[0], cfg.Alpha)
 		res.Comparison = &cmp
 	}
 	return res, nil
@@ -400,7 +402,7 @@ func benchItem(ctx context.Context, cfg BenchConfig, rep *BenchReport, it Item) 
 // timeBuilds times the builds: in one KernelTimer call when the
 // implementation times itself (and the baseline is its own), else by
 // alternating runs of each build and reading RunInfo.KernelTime.
-func timeBuilds(ctx context.Context, cfg BenchConfig, builds []Impl, k Kernel, c *Case, opt TimingOptions) (*Timing, error) {
+func timeBuilds(ctx context.Context, cfg BenchConfig, builds []difftest.Impl, k difftest.Kernel, c *difftest.Case, opt TimingOptions) (*Timing, error) {
 	budget := time.Duration(0)
 	if cfg.Timeout > 0 {
 		budget = cfg.Timeout * time.Duration((opt.Runs+opt.Warmup+1)*len(builds))
@@ -416,14 +418,14 @@ func timeBuilds(ctx context.Context, cfg BenchConfig, builds []Impl, k Kernel, c
 			return nil, err
 		}
 		if len(tm.Times) != len(builds) || len(tm.Outputs) != len(builds) {
-			return nil, &InternalError{Case: c.ID, Err: fmt.Errorf("TimeKernel returned %d builds of times and %d of outputs for %d builds", len(tm.Times), len(tm.Outputs), len(builds))}
+			return nil, &difftest.InternalError{Case: c.ID, Err: fmt.Errorf("TimeKernel returned %d builds of times and %d of outputs for %d builds", len(tm.Times), len(tm.Outputs), len(builds))}
 		}
 		return tm, nil
 	}
 	return timeByRuns(ctx, cfg, builds, k, c, opt)
 }
 
-func ownBaseline(impl, baseline Impl) bool {
+func ownBaseline(impl, baseline difftest.Impl) bool {
 	bp, ok := impl.(BaselineProvider)
 	return ok && bp.Baseline() != nil && bp.Baseline() == baseline
 }
@@ -432,26 +434,26 @@ func ownBaseline(impl, baseline Impl) bool {
 // is a whole Run of the case, and its RunInfo.KernelTime the sample (an
 // exec or serve program's own timer); the cache is not controlled. Runs
 // alternate between the builds as TimingOptions.Baseline describes.
-func timeByRuns(ctx context.Context, cfg BenchConfig, builds []Impl, k Kernel, c *Case, opt TimingOptions) (*Timing, error) {
-	tm := &Timing{Times: make([][]time.Duration, len(builds)), Outputs: make([][][]*Buffer, len(builds)), Poison: PoisonA, Copies: 1, Timer: "impl-reported"}
+func timeByRuns(ctx context.Context, cfg BenchConfig, builds []difftest.Impl, k difftest.Kernel, c *difftest.Case, opt TimingOptions) (*Timing, error) {
+	tm := &Timing{Times: make([][]time.Duration, len(builds)), Outputs: make([][][]*difftest.Buffer, len(builds)), Poison: difftest.PoisonA, Copies: 1, Timer: "impl-reported"}
 	for i := 0; i < opt.Warmup+opt.Runs; i++ {
 		for j := range builds {
 			b := j
 			if i%2 == 1 {
 				b = len(builds) - 1 - j
 			}
-			bufs := NewBuffers(c, PoisonA)
-			info, rerr := runGuarded(ctx, builds[b], k, c, bufs, cfg.Timeout)
+			bufs := difftest.NewBuffers(c, difftest.PoisonA)
+			info, rerr := difftest.RunGuarded(ctx, builds[b], k, c, bufs, cfg.Timeout)
 			if rerr != nil {
 				return nil, rerr
 			}
 			if info.KernelTime <= 0 {
-				return nil, &RunError{Class: Unavailable, Msg: fmt.Sprintf("%s reports no kernel time, so there is nothing to time (exec: programs never do; a serve: program may send kernel_time_ns)", builds[b].Name())}
+				return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("%s reports no kernel time, so there is nothing to time (exec: programs never do; a serve: program may send kernel_time_ns)", builds[b].Name())}
 			}
 			if i >= opt.Warmup {
 				tm.Times[b] = append(tm.Times[b], info.KernelTime)
 			}
-			tm.Outputs[b] = [][]*Buffer{bufs}
+			tm.Outputs[b] = [][]*difftest.Buffer{bufs}
 		}
 	}
 	return tm, nil
@@ -460,37 +462,37 @@ func timeByRuns(ctx context.Context, cfg BenchConfig, builds []Impl, k Kernel, c
 // checkTimed checks the outputs of the timed launches of every build and
 // copy: guards and canaries intact, and the same result as the checked
 // run (Kernel.Equivalent). A failure marks the build failed in res.
-func checkTimed(k Kernel, c *Case, checked [][]*Tensor, tm *Timing, res *BenchResult) error {
+func checkTimed(k difftest.Kernel, c *difftest.Case, checked [][]*difftest.Tensor, tm *Timing, res *BenchResult) error {
 	written := k.Written(c)
-	untouched := make([][]Range, len(c.Outputs))
+	untouched := make([][]difftest.Range, len(c.Outputs))
 	for i, o := range c.Outputs {
 		var err error
-		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
-			return &InternalError{Case: c.ID, Err: err}
+		if untouched[i], err = difftest.Complement(o.Name, o.Bytes(), written[i]); err != nil {
+			return &difftest.InternalError{Case: c.ID, Err: err}
 		}
 	}
 	for b := range res.Builds {
 		for cp, bufs := range tm.Outputs[b] {
 			if len(bufs) != len(c.Outputs) {
-				return &InternalError{Case: c.ID, Err: fmt.Errorf("timed outputs of build %d copy %d: %d buffers, want %d", b, cp, len(bufs), len(c.Outputs))}
+				return &difftest.InternalError{Case: c.ID, Err: fmt.Errorf("timed outputs of build %d copy %d: %d buffers, want %d", b, cp, len(bufs), len(c.Outputs))}
 			}
-			fail := func(class Class, msg string) {
+			fail := func(class difftest.Class, msg string) {
 				br := &res.Builds[b]
-				if br.Verdict != VerdictFail {
-					br.Verdict, br.Class, br.Message = VerdictFail, class, fmt.Sprintf("timed launches (input copy %d): %s", cp, msg)
+				if br.Verdict != difftest.VerdictFail {
+					br.Verdict, br.Class, br.Message = difftest.VerdictFail, class, fmt.Sprintf("timed launches (input copy %d): %s", cp, msg)
 				}
 			}
-			if err := checkGuards(bufs, tm.Poison); err != nil {
-				fail(Guard, err.Error())
+			if err := difftest.CheckGuards(bufs, tm.Poison); err != nil {
+				fail(difftest.Guard, err.Error())
 				continue
 			}
-			outs := tensorsOf(bufs)
-			if err := checkCanary(outs, untouched, tm.Poison); err != nil {
-				fail(Guard, err.Error())
+			outs := difftest.TensorsOf(bufs)
+			if err := difftest.CheckCanary(outs, untouched, tm.Poison); err != nil {
+				fail(difftest.Guard, err.Error())
 				continue
 			}
 			if err := k.Equivalent(c, checked[b], outs); err != nil {
-				fail(Nondeterministic, "differ from the checked run's outputs: "+err.Error())
+				fail(difftest.Nondeterministic, "differ from the checked run's outputs: "+err.Error())
 			}
 		}
 	}

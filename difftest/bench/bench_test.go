@@ -1,4 +1,4 @@
-package difftest
+package bench
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type timedFake struct {
 func (f *timedFake) Name() string { return f.name }
 func (f *timedFake) Close() error { return nil }
 func (f *timedFake) Run(_ context.Context, _ Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
-	return RunInfo{KernelTime: time.Microsecond}, fakeRun(c, tensorsOf(outs), f.fault)
+	return RunInfo{KernelTime: time.Microsecond}, fakeRun(c, TensorsOf(outs), f.fault)
 }
 func (f *timedFake) Baseline() Impl {
 	if f.base == nil {
@@ -64,7 +64,7 @@ func (f *timedFake) TimeKernel(_ context.Context, _ Kernel, c *Case, opt TimingO
 		if b < len(f.faults) {
 			fault = f.faults[b]
 		}
-		if err := fakeRun(c, tensorsOf(bufs), fault); err != nil {
+		if err := fakeRun(c, TensorsOf(bufs), fault); err != nil {
 			return nil, err
 		}
 		tm.Outputs = append(tm.Outputs, [][]*Buffer{bufs})
@@ -257,7 +257,7 @@ func (s *selfReported) Run(_ context.Context, _ Kernel, c *Case, outs []*Buffer)
 		t = s.times[s.i%len(s.times)]
 		s.i++
 	}
-	return RunInfo{KernelTime: t}, fakeRun(c, tensorsOf(outs), "")
+	return RunInfo{KernelTime: t}, fakeRun(c, TensorsOf(outs), "")
 }
 
 func TestBenchByRuns(t *testing.T) {

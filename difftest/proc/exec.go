@@ -11,13 +11,14 @@
 // The program writes every output of the case under its contract name,
 // with the exact dtype and shape of the case's OutputSpec, and exits 0.
 
-package difftest
+package proc
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"io"
 	"io/fs"
 	"os"
@@ -141,7 +142,7 @@ func SplitCommand(cmd string) ([]string, error) {
 // error. The exec implementation reports no kernel time. Run is safe for
 // concurrent use: each run has its own temporary folder, removed before
 // Run returns.
-func NewExecImpl(cmd string, timeout time.Duration) Impl {
+func NewExecImpl(cmd string, timeout time.Duration) difftest.Impl {
 	argv, err := SplitCommand(cmd)
 	return &execImpl{cmd: cmd, argv: argv, argvErr: err, timeout: timeout, running: map[*execRun]struct{}{}}
 }
@@ -152,10 +153,10 @@ func NewExecImpl(cmd string, timeout time.Duration) Impl {
 // started (exec.LookPath fails: no such file, not executable, a folder,
 // not in PATH) is a *RunError of class Unavailable (exit 125: nothing
 // could be tested).
-func OpenExecImpl(cmd string, timeout time.Duration) (Impl, error) {
+func OpenExecImpl(cmd string, timeout time.Duration) (difftest.Impl, error) {
 	argv, err := SplitCommand(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrUnknownImpl, "exec:"+cmd, err)
+		return nil, fmt.Errorf("%w %q: %v", difftest.ErrUnknownImpl, "exec:"+cmd, err)
 	}
 	if err := execCheckProgram(argv[0]); err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func execCheckProgram(prog string) error {
 			reason = fmt.Sprintf("not executable (mode %v)", st.Mode().Perm())
 		}
 	}
-	return &RunError{Class: Unavailable, Msg: fmt.Sprintf("cannot start %s: %s (the program must be an executable file, looked up in PATH when its name has no slash); nothing was tested", prog, reason)}
+	return &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("cannot start %s: %s (the program must be an executable file, looked up in PATH when its name has no slash); nothing was tested", prog, reason)}
 }
 
 // ExecRunEnv is the environment variable every exec program runs with,
@@ -250,22 +251,22 @@ func (e *execImpl) Close() error {
 	}
 }
 
-func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
+func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
 	if e.argvErr != nil {
-		return RunInfo{}, &RunError{Class: LaunchError, Msg: e.argvErr.Error()}
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.LaunchError, Msg: e.argvErr.Error()}
 	}
 	if len(outs) != len(c.Outputs) {
-		return RunInfo{}, fmt.Errorf("exec: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
+		return difftest.RunInfo{}, fmt.Errorf("exec: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
 	}
 	for i, o := range c.Outputs {
 		if b := outs[i]; b == nil || b.Tensor == nil || len(b.Data) != o.Bytes() {
-			return RunInfo{}, fmt.Errorf("exec: case %s: buffer %d does not hold output %s (%d bytes)", c.ID, i, o.Name, o.Bytes())
+			return difftest.RunInfo{}, fmt.Errorf("exec: case %s: buffer %d does not hold output %s (%d bytes)", c.ID, i, o.Name, o.Bytes())
 		}
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return RunInfo{}, &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.LaunchError, Msg: errExecClosed.Error()}
 	}
 	e.runs.Add(1)
 	e.mu.Unlock()
@@ -273,16 +274,16 @@ func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (
 
 	dir, err := os.MkdirTemp("", "kerneldiff-exec-")
 	if err != nil {
-		return RunInfo{}, fmt.Errorf("exec: %w", err)
+		return difftest.RunInfo{}, fmt.Errorf("exec: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	in, out := filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
 	if err := execWriteInput(in, c, outs); err != nil {
-		return RunInfo{}, fmt.Errorf("exec: case %s: %w", c.ID, err)
+		return difftest.RunInfo{}, fmt.Errorf("exec: case %s: %w", c.ID, err)
 	}
 
 	warnings, err := e.runProgram(ctx, in, out)
-	info := RunInfo{Warnings: warnings}
+	info := difftest.RunInfo{Warnings: warnings}
 	if err != nil {
 		return info, err
 	}
@@ -303,7 +304,7 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return nil, &RunError{Class: LaunchError, Msg: errExecClosed.Error()}
+		return nil, &difftest.RunError{Class: difftest.LaunchError, Msg: errExecClosed.Error()}
 	}
 	e.running[r] = struct{}{}
 	e.mu.Unlock()
@@ -335,7 +336,7 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 		pw.Close()
 		// The program was there when the run began (OpenExecImpl) or was
 		// never checked: either way no case can run.
-		return nil, &RunError{Class: Unavailable, Msg: fmt.Sprintf("cannot start %s: %v; nothing can be tested", e.argv[0], err)}
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("cannot start %s: %v; nothing can be tested", e.argv[0], err)}
 	}
 	pw.Close()
 	tail := &execTail{max: ExecStderrTail}
@@ -363,9 +364,9 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 		case ctx.Err() != nil:
 			return warnings, fmt.Errorf("exec %s: %w", e.argv[0], ctx.Err())
 		case errors.Is(cause, errExecClosed):
-			return warnings, &RunError{Class: Crash, Msg: "killed: " + errExecClosed.Error() + tail.suffix()}
+			return warnings, &difftest.RunError{Class: difftest.Crash, Msg: "killed: " + errExecClosed.Error() + tail.suffix()}
 		default:
-			return warnings, &RunError{Class: Timeout, Msg: fmt.Sprintf("no exit after %v; process group killed%s", e.timeout, tail.suffix())}
+			return warnings, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("no exit after %v; process group killed%s", e.timeout, tail.suffix())}
 		}
 	}
 	if werr != nil && !errors.Is(werr, exec.ErrWaitDelay) {
@@ -377,7 +378,7 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 				status = fmt.Sprintf("exit status %d", ps.ExitCode())
 			}
 		}
-		return warnings, &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		return warnings, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
 	}
 	return warnings, nil
 }
@@ -385,12 +386,12 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 // execWriteInput writes in.safetensors: every input, then every InOut
 // output with the Buffer's current content (replacing an input of the same
 // name, since the Buffer is what the implementation must start from).
-func execWriteInput(path string, c *Case, outs []*Buffer) error {
-	tensors := make([]*Tensor, 0, len(c.Inputs)+len(outs))
-	inout := map[string]*Tensor{}
+func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
+	tensors := make([]*difftest.Tensor, 0, len(c.Inputs)+len(outs))
+	inout := map[string]*difftest.Tensor{}
 	for i, o := range c.Outputs {
 		if o.InOut {
-			inout[o.Name] = &Tensor{Name: o.Name, DType: o.DType, Shape: o.Shape, Data: outs[i].Data}
+			inout[o.Name] = &difftest.Tensor{Name: o.Name, DType: o.DType, Shape: o.Shape, Data: outs[i].Data}
 		}
 	}
 	for _, t := range c.Inputs {
@@ -403,47 +404,47 @@ func execWriteInput(path string, c *Case, outs []*Buffer) error {
 			tensors = append(tensors, t)
 		}
 	}
-	params, err := captureParamsJSON(c.Params)
+	params, err := difftest.CaptureParamsJSON(c.Params)
 	if err != nil {
 		return err
 	}
-	return WriteSafetensors(path, tensors, map[string]string{MetaKernel: c.Kernel, MetaParams: params, MetaCase: c.ID})
+	return difftest.WriteSafetensors(path, tensors, map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID})
 }
 
 // execReadOutput checks out.safetensors against the case's outputs and,
 // when every output is present and well-formed, copies them into outs.
 // The file is bounded by what the contract needs before anything is
 // allocated: it must be a regular file (a FIFO, a device or a link to one
-// is refused by its type), its header is bounded (openSafetensors), and
+// is refused by its type), its header is bounded (difftest.OpenSafetensors), and
 // only the outputs' bytes are read, each after its dtype and shape match
 // the contract; other tensors are not read at all.
-func execReadOutput(path string, c *Case, outs []*Buffer) error {
-	sf, err := openSafetensors(path)
+func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
+	sf, err := difftest.OpenSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &RunError{Class: BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+			return &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
-	defer sf.close()
+	defer sf.Close()
 	var missing []string
 	for _, o := range c.Outputs {
-		e, ok := sf.entries[o.Name]
+		dtype, shape, ok := sf.Entry(o.Name)
 		if !ok {
 			missing = append(missing, o.Name)
 			continue
 		}
-		if e.dtype != o.DType || !slices.Equal(e.shape, o.Shape) {
-			return &RunError{Class: BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, e.dtype, e.shape, o.DType, o.Shape)}
+		if dtype != o.DType || !slices.Equal(shape, o.Shape) {
+			return &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return &RunError{Class: MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.entries))}
+		return &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
 	}
-	got := make([]*Tensor, len(c.Outputs))
+	got := make([]*difftest.Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
-		if got[i], err = sf.read(o.Name); err != nil {
-			return &RunError{Class: BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		if got[i], err = sf.Read(o.Name); err != nil {
+			return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 		}
 	}
 	for i := range c.Outputs {
@@ -455,22 +456,17 @@ func execReadOutput(path string, c *Case, outs []*Buffer) error {
 // execDetail is a *CaptureError's message without the file name (the
 // temporary path is gone by now), or err's message.
 func execDetail(err error) string {
-	var ce *CaptureError
+	var ce *difftest.CaptureError
 	if errors.As(err, &ce) {
-		return captureOneLine(ce.detail())
+		return difftest.CaptureOneLine(ce.Detail())
 	}
 	return err.Error()
 }
 
-func execNames[T any](m map[string]T) string {
-	if len(m) == 0 {
+func execNames(names []string) string {
+	if len(names) == 0 {
 		return "no tensors"
 	}
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	return strings.Join(names, ", ")
 }
 
@@ -499,7 +495,7 @@ func (t *execTail) suffix() string {
 			b = b[1:]
 		}
 	}
-	s := captureOneLine(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"))
+	s := difftest.CaptureOneLine(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"))
 	if s == "" {
 		return "; stderr empty"
 	}

@@ -12,7 +12,7 @@
 // exactly this run's descendants, wherever they moved. A descendant that
 // clears its environment is not found; its stderr is given up on after
 // execStderrGrace.
-package difftest
+package proc
 
 import (
 	"bytes"

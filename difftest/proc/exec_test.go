@@ -2,7 +2,7 @@
 // testdata/execimpl is built and driven through NewExecImpl in every
 // variant, each of which must produce its own failure class.
 
-package difftest_test
+package proc_test
 
 import (
 	"bytes"

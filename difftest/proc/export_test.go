@@ -1,4 +1,4 @@
-package difftest
+package proc
 
 // NewServeImplHello is NewServeImpl with the hello time-out given.
 var NewServeImplHello = newServeImpl

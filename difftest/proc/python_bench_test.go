@@ -6,7 +6,7 @@
 //
 //	KD_PYTHON=.venv/bin/python go test ./difftest -run '^$' -bench Python -benchtime 3x
 
-package difftest_test
+package proc_test
 
 import (
 	"context"

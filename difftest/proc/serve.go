@@ -9,7 +9,7 @@
 // fd 5. Its first message is a hello naming the protocol, the kernels it
 // implements, its device and its version.
 
-package difftest
+package proc
 
 import (
 	"bytes"
@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"golang.org/x/sys/unix"
 )
 
@@ -177,21 +178,21 @@ func ReadServeMessage(r io.Reader) ([]byte, error) {
 // same protocol). Outputs come back as their whole guarded buffers, so the
 // harness checks guards, poison and canaries itself. The program's
 // stderr keeps only its last ExecStderrTail bytes; stdout is discarded.
-func NewServeImpl(cmd string, timeout time.Duration) (Impl, error) {
+func NewServeImpl(cmd string, timeout time.Duration) (difftest.Impl, error) {
 	return newServeImpl(cmd, timeout, ServeHelloTimeout)
 }
 
-func newServeImpl(cmd string, timeout, hello time.Duration) (Impl, error) {
+func newServeImpl(cmd string, timeout, hello time.Duration) (difftest.Impl, error) {
 	argv, err := SplitCommand(cmd)
 	if err != nil {
-		return nil, &RunError{Class: Unavailable, Msg: err.Error()}
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
-		return nil, &RunError{Class: Unavailable, Msg: fmt.Sprintf("serve: cannot start %s: %v", argv[0], err)}
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("serve: cannot start %s: %v", argv[0], err)}
 	}
 	s := &serveImpl{cmd: cmd, argv: argv, timeout: timeout, helloTimeout: hello}
 	if rerr := s.start(context.Background()); rerr != nil {
-		rerr.Class = Unavailable
+		rerr.Class = difftest.Unavailable
 		return nil, rerr
 	}
 	return s, nil
@@ -237,7 +238,7 @@ func (s *serveImpl) Name() string { return "serve:" + s.cmd }
 func (s *serveImpl) Properties() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return map[string]string{PropDevice: s.hello.Device, PropServeVersion: s.hello.Version}
+	return map[string]string{difftest.PropDevice: s.hello.Device, PropServeVersion: s.hello.Version}
 }
 
 // PropServeVersion is the report property holding a serve program's own
@@ -275,19 +276,19 @@ func (s *serveImpl) ensureShm(n int64) error {
 
 // start launches the program and reads its hello; the caller holds mu or
 // is the constructor.
-func (s *serveImpl) start(ctx context.Context) *RunError {
+func (s *serveImpl) start(ctx context.Context) *difftest.RunError {
 	if err := s.ensureShm(ServeAlign); err != nil {
-		return &RunError{Class: Crash, Msg: err.Error()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: err.Error()}
 	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
-		return &RunError{Class: Crash, Msg: "serve: pipe: " + err.Error()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: "serve: pipe: " + err.Error()}
 	}
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		reqR.Close()
 		reqW.Close()
-		return &RunError{Class: Crash, Msg: "serve: pipe: " + err.Error()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: "serve: pipe: " + err.Error()}
 	}
 	p := &serveProc{reqW: reqW, msgs: make(chan serveMsg, 1), done: make(chan struct{}), tail: &execTail{max: ExecStderrTail}}
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
@@ -304,7 +305,7 @@ func (s *serveImpl) start(ctx context.Context) *RunError {
 		for _, f := range []*os.File{reqR, reqW, repR, repW} {
 			f.Close()
 		}
-		return &RunError{Class: Crash, Msg: fmt.Sprintf("serve: cannot start %s: %v", s.argv[0], err)}
+		return &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("serve: cannot start %s: %v", s.argv[0], err)}
 	}
 	reqR.Close()
 	repW.Close()
@@ -336,27 +337,27 @@ func (s *serveImpl) start(ctx context.Context) *RunError {
 	case m, ok = <-p.msgs:
 	case <-timer.C:
 		p.kill()
-		return &RunError{Class: Crash, Msg: fmt.Sprintf("serve: no hello within %v%s", s.helloTimeout, p.stderr())}
+		return &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("serve: no hello within %v%s", s.helloTimeout, p.stderr())}
 	case <-ctx.Done():
 		p.kill()
-		return &RunError{Class: Timeout, Msg: "serve: interrupted while waiting for the hello: " + ctx.Err().Error()}
+		return &difftest.RunError{Class: difftest.Timeout, Msg: "serve: interrupted while waiting for the hello: " + ctx.Err().Error()}
 	}
 	if !ok {
 		p.kill()
-		return &RunError{Class: Crash, Msg: "serve: the program ended before its hello: " + p.death()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: "serve: the program ended before its hello: " + p.death()}
 	}
 	if m.err != nil {
 		p.kill()
-		return &RunError{Class: Crash, Msg: "serve: unreadable hello: " + m.err.Error() + p.stderr()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: "serve: unreadable hello: " + m.err.Error() + p.stderr()}
 	}
 	h, herr := parseHello(m.data)
 	if herr != nil {
 		p.kill()
-		return &RunError{Class: Crash, Msg: "serve: " + herr.Error()}
+		return &difftest.RunError{Class: difftest.Crash, Msg: "serve: " + herr.Error()}
 	}
 	if s.starts > 1 && !slices.Equal(h.Kernels, s.hello.Kernels) {
 		p.kill()
-		return &RunError{Class: Crash, Msg: fmt.Sprintf("serve: the restarted program implements %v, the first %v", h.Kernels, s.hello.Kernels)}
+		return &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("serve: the restarted program implements %v, the first %v", h.Kernels, s.hello.Kernels)}
 	}
 	s.hello = h
 	s.p = p
@@ -379,13 +380,13 @@ func parseHello(b []byte) (ServeHello, error) {
 	}
 	known := 0
 	for _, k := range h.Kernels {
-		if _, ok := LookupKernel(k); ok {
+		if _, ok := difftest.LookupKernel(k); ok {
 			known++
 		}
 	}
 	if known == 0 {
 		names := make([]string, 0)
-		for _, k := range Kernels() {
+		for _, k := range difftest.Kernels() {
 			names = append(names, k.Name())
 		}
 		return h, fmt.Errorf("hello names kernels %q, none of this build's (%s)", h.Kernels, strings.Join(names, ", "))
@@ -463,7 +464,7 @@ func alignUp(n int64) int64 { return (n + ServeAlign - 1) / ServeAlign * ServeAl
 // layout places the case's tensors in the shared memory: inputs first
 // (those an InOut output replaces are sent as that output), then each
 // output's guarded buffer, every tensor at a multiple of ServeAlign.
-func layout(c *Case, outs []*Buffer) (ins []ServeTensor, inData [][]byte, outT []ServeTensor, size int64) {
+func layout(c *difftest.Case, outs []*difftest.Buffer) (ins []ServeTensor, inData [][]byte, outT []ServeTensor, size int64) {
 	inout := map[string]bool{}
 	for _, o := range c.Outputs {
 		if o.InOut {
@@ -489,21 +490,21 @@ func layout(c *Case, outs []*Buffer) (ins []ServeTensor, inData [][]byte, outT [
 	return ins, inData, outT, max(off, ServeAlign)
 }
 
-func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
+func (s *serveImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return RunInfo{}, &RunError{Class: Crash, Msg: "serve implementation closed"}
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "serve implementation closed"}
 	}
 	if !slices.Contains(s.hello.Kernels, c.Kernel) {
-		return RunInfo{}, &RunError{Class: Unavailable, Msg: fmt.Sprintf("the serve program implements %s, not %s", strings.Join(s.hello.Kernels, ", "), c.Kernel), Skip: true}
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("the serve program implements %s, not %s", strings.Join(s.hello.Kernels, ", "), c.Kernel), Skip: true}
 	}
 	if len(outs) != len(c.Outputs) {
-		return RunInfo{}, fmt.Errorf("serve: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
+		return difftest.RunInfo{}, fmt.Errorf("serve: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
 	}
 	ins, inData, osp, size := layout(c, outs)
 	if err := s.ensureShm(size); err != nil {
-		return RunInfo{}, err
+		return difftest.RunInfo{}, err
 	}
 	for i, t := range ins {
 		copy(s.mem[t.Offset:t.Offset+t.NBytes], inData[i])
@@ -524,15 +525,15 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	}
 	if s.p == nil {
 		if rerr := s.start(ctx); rerr != nil {
-			return RunInfo{Warnings: warnings}, rerr
+			return difftest.RunInfo{Warnings: warnings}, rerr
 		}
 	}
 	s.seq++
-	req := ServeRequest{Type: "run", Seq: s.seq, Kernel: c.Kernel, Case: c.ID, Params: MarshalParams(c), ShmSize: int64(len(s.mem)), Inputs: ins, Outputs: osp}
+	req := ServeRequest{Type: "run", Seq: s.seq, Kernel: c.Kernel, Case: c.ID, Params: difftest.MarshalParams(c), ShmSize: int64(len(s.mem)), Inputs: ins, Outputs: osp}
 	p := s.p
 	if err := WriteServeMessage(p.reqW, req); err != nil {
 		w := append(warnings, s.drop()...)
-		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program is gone before the request: " + p.death()}
+		return difftest.RunInfo{Warnings: w}, &difftest.RunError{Class: difftest.Crash, Msg: "serve: the program is gone before the request: " + p.death()}
 	}
 	var timeout <-chan time.Time
 	if s.timeout > 0 {
@@ -546,23 +547,23 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 	case m, ok = <-p.msgs:
 	case <-timeout:
 		w := append(warnings, s.drop()...)
-		return RunInfo{Warnings: w}, &RunError{Class: Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
+		return difftest.RunInfo{Warnings: w}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("no reply after %v; process group killed%s", s.timeout, p.stderr())}
 	case <-ctx.Done():
 		w := s.drop()
-		return RunInfo{Warnings: w}, fmt.Errorf("serve: %w", ctx.Err())
+		return difftest.RunInfo{Warnings: w}, fmt.Errorf("serve: %w", ctx.Err())
 	}
 	if !ok {
 		w := s.drop()
-		return RunInfo{Warnings: w}, &RunError{Class: Crash, Msg: "serve: the program died during the request: " + p.death()}
+		return difftest.RunInfo{Warnings: w}, &difftest.RunError{Class: difftest.Crash, Msg: "serve: the program died during the request: " + p.death()}
 	}
 	if m.err != nil {
 		w := s.drop()
-		return RunInfo{Warnings: w}, &RunError{Class: BadOutput, Msg: "serve: unreadable reply: " + m.err.Error()}
+		return difftest.RunInfo{Warnings: w}, &difftest.RunError{Class: difftest.BadOutput, Msg: "serve: unreadable reply: " + m.err.Error()}
 	}
 	r, rerr := parseReply(m.data, req.Seq)
 	if rerr != nil {
 		w := s.drop()
-		return RunInfo{Warnings: w}, rerr
+		return difftest.RunInfo{Warnings: w}, rerr
 	}
 	if r.Status == "error" {
 		// A program that cannot go on (a sticky CUDA error) replies, then
@@ -574,9 +575,9 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 			warnings = append(warnings, s.drop()...)
 		case <-time.After(serveErrorExitWait):
 		}
-		return RunInfo{Warnings: warnings}, &RunError{Class: Crash, Msg: "the program reported an error: " + captureOneLine(r.Message)}
+		return difftest.RunInfo{Warnings: warnings}, &difftest.RunError{Class: difftest.Crash, Msg: "the program reported an error: " + difftest.CaptureOneLine(r.Message)}
 	}
-	info := RunInfo{KernelTime: time.Duration(r.KernelTimeNS), Warnings: warnings}
+	info := difftest.RunInfo{KernelTime: time.Duration(r.KernelTimeNS), Warnings: warnings}
 	for i, t := range osp {
 		copy(outs[i].Full, s.mem[t.Offset-t.Guard:t.Offset+t.NBytes+t.Guard])
 	}
@@ -586,29 +587,29 @@ func (s *serveImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) 
 			for at < len(inData[i]) && s.mem[t.Offset+int64(at)] == inData[i][at] {
 				at++
 			}
-			return info, &RunError{Class: InputModified, Msg: fmt.Sprintf("input %s changed in the shared memory during the run (first at byte %d)", t.Name, at)}
+			return info, &difftest.RunError{Class: difftest.InputModified, Msg: fmt.Sprintf("input %s changed in the shared memory during the run (first at byte %d)", t.Name, at)}
 		}
 	}
 	return info, nil
 }
 
 // parseReply checks a reply to request seq.
-func parseReply(b []byte, seq uint64) (ServeReply, *RunError) {
+func parseReply(b []byte, seq uint64) (ServeReply, *difftest.RunError) {
 	var r ServeReply
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, &RunError{Class: BadOutput, Msg: "serve: reply is not a JSON object of the protocol: " + captureOneLine(err.Error())}
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: "serve: reply is not a JSON object of the protocol: " + difftest.CaptureOneLine(err.Error())}
 	}
 	switch {
 	case r.Type != "result":
-		return r, &RunError{Class: BadOutput, Msg: fmt.Sprintf("serve: reply has type %q, want \"result\"", captureOneLine(r.Type))}
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply has type %q, want \"result\"", difftest.CaptureOneLine(r.Type))}
 	case r.Seq != seq:
-		return r, &RunError{Class: Crash, Msg: fmt.Sprintf("serve: protocol error: reply for request %d to request %d", r.Seq, seq)}
+		return r, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("serve: protocol error: reply for request %d to request %d", r.Seq, seq)}
 	case r.Status != "ok" && r.Status != "error":
-		return r, &RunError{Class: BadOutput, Msg: fmt.Sprintf("serve: reply status %q, want \"ok\" or \"error\"", captureOneLine(r.Status))}
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply status %q, want \"ok\" or \"error\"", difftest.CaptureOneLine(r.Status))}
 	case r.KernelTimeNS < 0:
-		return r, &RunError{Class: BadOutput, Msg: fmt.Sprintf("serve: negative kernel_time_ns %d", r.KernelTimeNS)}
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: negative kernel_time_ns %d", r.KernelTimeNS)}
 	case len(r.Device) > ServeMaxText:
-		return r, &RunError{Class: BadOutput, Msg: fmt.Sprintf("serve: reply device longer than %d bytes", ServeMaxText)}
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply device longer than %d bytes", ServeMaxText)}
 	}
 	return r, nil
 }

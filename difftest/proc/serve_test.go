@@ -4,7 +4,7 @@
 // each of which must fail its case with its class while the next case
 // passes on the same or a restarted program.
 
-package difftest_test
+package proc_test
 
 import (
 	"bytes"

@@ -1,10 +1,11 @@
 // Joining shard reports (`difftest merge`): the reports of every shard
 // I/N, 0 ≤ I < N, of one split of one run become the report of the whole
 // run, or nothing does.
-package difftest
+package report
 
 import (
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"slices"
 	"sort"
 	"strings"
@@ -85,7 +86,7 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 	if shards[0].N > 0 {
 		out.Header.MergedShards = shards[0].N
 	}
-	sum := &Summary{}
+	sum := &difftest.Summary{}
 	for i, r := range reps {
 		g, sh := r.Header, shards[i]
 		if !g.Started.IsZero() && (out.Header.Started.IsZero() || g.Started.Before(out.Header.Started)) {
@@ -113,7 +114,7 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 	return out, nil
 }
 
-func selectedWord(h Header) string {
+func selectedWord(h difftest.Header) string {
 	if len(h.Selected) == 0 {
 		return "all"
 	}
@@ -123,8 +124,8 @@ func selectedWord(h Header) string {
 // checkSplit parses each report's shard and checks that together they
 // are one whole split (see MergeNamed). The zero Shard stands for a
 // report without a shard, accepted only alone.
-func checkSplit(names []string, reps []*Report) ([]Shard, error) {
-	shards := make([]Shard, len(reps))
+func checkSplit(names []string, reps []*Report) ([]difftest.Shard, error) {
+	shards := make([]difftest.Shard, len(reps))
 	for i, r := range reps {
 		if r.Header.Shard == "" {
 			if len(reps) > 1 {
@@ -132,7 +133,7 @@ func checkSplit(names []string, reps []*Report) ([]Shard, error) {
 			}
 			return shards, nil
 		}
-		sh, err := ParseShard(r.Header.Shard)
+		sh, err := difftest.ParseShard(r.Header.Shard)
 		if err != nil {
 			return nil, fmt.Errorf("merge: %s: header shard %q is not I/N with 0 ≤ I < N", names[i], r.Header.Shard)
 		}
@@ -152,7 +153,7 @@ func checkSplit(names []string, reps []*Report) ([]Shard, error) {
 	var missing []string
 	for I := 0; I < n && len(missing) <= 8; I++ {
 		if _, ok := where[I]; !ok {
-			missing = append(missing, Shard{I, n}.String())
+			missing = append(missing, difftest.Shard{I, n}.String())
 		}
 	}
 	switch {

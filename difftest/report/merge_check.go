@@ -1,10 +1,11 @@
 // A merge that cannot lose a case: each shard report's records are
 // checked against its header (the run's size and selection) and its own
 // summary line before MergeNamed joins them.
-package difftest
+package report
 
 import (
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"math"
 	"regexp"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // number of cases of s per seed, before --run and --shard, and the
 // positions in s of the cases whose id run matches, nil when run is nil
 // or matches every case.
-func SelectionOf(s *Suite, run *regexp.Regexp) (cases int, selected []int) {
+func SelectionOf(s *difftest.Suite, run *regexp.Regexp) (cases int, selected []int) {
 	if run == nil {
 		return len(s.Cases), nil
 	}
@@ -34,15 +35,15 @@ func SelectionOf(s *Suite, run *regexp.Regexp) (cases int, selected []int) {
 
 // mergeShard is what checkCases knows of one report.
 type mergeShard struct {
-	where    string // "a.jsonl (shard 1/3)", or the name alone for an unsharded report
-	sh       Shard  // N ≥ 1 (an unsharded report is 0/1)
-	finished bool   // a summary line that does not say it stopped early
-	last     int    // largest Index, −1 without records
+	where    string         // "a.jsonl (shard 1/3)", or the name alone for an unsharded report
+	sh       difftest.Shard // N ≥ 1 (an unsharded report is 0/1)
+	finished bool           // a summary line that does not say it stopped early
+	last     int            // largest Index, −1 without records
 }
 
 // checkCases applies MergeNamed's record rules to reports whose headers
 // agree and whose shards are one whole split (checkSplit).
-func checkCases(names []string, reps []*Report, shards []Shard) error {
+func checkCases(names []string, reps []*Report, shards []difftest.Shard) error {
 	h := reps[0].Header
 	if h.Cases < 1 {
 		return fmt.Errorf("merge: %s: its header does not say how many cases the suite has (\"cases\"), so its case lines cannot be checked: it was written by an older difftest; run the shard again", names[0])
@@ -79,7 +80,7 @@ func checkCases(names []string, reps []*Report, shards []Shard) error {
 	for ri, r := range reps {
 		m := mergeShard{where: names[ri], sh: shards[ri], last: -1}
 		if m.sh.N == 0 {
-			m.sh = Shard{0, 1}
+			m.sh = difftest.Shard{0, 1}
 		} else {
 			m.where += " (shard " + m.sh.String() + ")"
 		}
@@ -129,7 +130,7 @@ func checkCases(names []string, reps []*Report, shards []Shard) error {
 		if r.Summary == nil {
 			continue
 		}
-		var got Summary
+		var got difftest.Summary
 		for _, rec := range r.Records {
 			got.Add(rec)
 		}
@@ -149,7 +150,7 @@ func checkCases(names []string, reps []*Report, shards []Shard) error {
 // repeats with a period of at most N seeds, so a finished shard that has
 // any index later has one within N seeds). A header can therefore not
 // make it run longer than the records given, N seeds and the selection.
-func walkSelected(h Header, total int, reps []*Report, ms []mergeShard, seen map[int]string, describe func(int) string) error {
+func walkSelected(h difftest.Header, total int, reps []*Report, ms []mergeShard, seen map[int]string, describe func(int) string) error {
 	C, N := h.Cases, ms[0].sh.N
 	byShard := make([]int, N)
 	anyFinished, maxLast := false, -1
@@ -198,7 +199,7 @@ func walkSelected(h Header, total int, reps []*Report, ms []mergeShard, seen map
 	return nil
 }
 
-func sameClasses(a, b map[Class]int) bool {
+func sameClasses(a, b map[difftest.Class]int) bool {
 	n := 0
 	for c, k := range a {
 		if k == 0 {
@@ -219,7 +220,7 @@ func sameClasses(a, b map[Class]int) bool {
 
 // countWords renders a summary's counts: "19 cases (18 passed, 1 failed:
 // mismatch 1)".
-func countWords(s Summary) string {
+func countWords(s difftest.Summary) string {
 	w := fmt.Sprintf("%d cases (%d passed, %d failed", s.Passed+s.Failed+s.Skipped, s.Passed, s.Failed)
 	if s.Skipped > 0 {
 		w += fmt.Sprintf(", %d not tested", s.Skipped)

@@ -1,4 +1,4 @@
-package difftest
+package report
 
 import (
 	"fmt"

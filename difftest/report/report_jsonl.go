@@ -2,13 +2,14 @@
 // written as the case ends, a summary line. Each line goes out in one
 // Write with no buffering in between, so a crash loses nothing already
 // decided.
-package difftest
+package report
 
 import (
 	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"io"
 	"io/fs"
 	"os"
@@ -30,19 +31,19 @@ func (j *JSONLWriter) line(v any) error {
 }
 
 // Header writes the header line (Type is set to "header").
-func (j *JSONLWriter) Header(h Header) error { h.Type = "header"; return j.line(h) }
+func (j *JSONLWriter) Header(h difftest.Header) error { h.Type = "header"; return j.line(h) }
 
 // Record writes one case line (Type is set to "case").
-func (j *JSONLWriter) Record(r *Record) error { r.Type = "case"; return j.line(r) }
+func (j *JSONLWriter) Record(r *difftest.Record) error { r.Type = "case"; return j.line(r) }
 
 // Summary writes the summary line (Type is set to "summary").
-func (j *JSONLWriter) Summary(s Summary) error { s.Type = "summary"; return j.line(s) }
+func (j *JSONLWriter) Summary(s difftest.Summary) error { s.Type = "summary"; return j.line(s) }
 
 // Report is a whole report read back from JSON Lines.
 type Report struct {
-	Header  Header
-	Records []*Record
-	Summary *Summary // nil when the run did not finish (the file ends early)
+	Header  difftest.Header
+	Records []*difftest.Record
+	Summary *difftest.Summary // nil when the run did not finish (the file ends early)
 }
 
 // MaxReportLine is the longest line ReadJSONL accepts, in bytes: far
@@ -83,11 +84,11 @@ func ReadJSONL(name string, r io.Reader) (*Report, error) {
 			}
 			err = json.Unmarshal(line, &rep.Header)
 		case "case":
-			rec := new(Record)
+			rec := new(difftest.Record)
 			err = json.Unmarshal(line, rec)
 			rep.Records = append(rep.Records, rec)
 		case "summary":
-			rep.Summary = new(Summary)
+			rep.Summary = new(difftest.Summary)
 			err = json.Unmarshal(line, rep.Summary)
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown line type %q", name, n, probe.Type)

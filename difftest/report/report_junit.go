@@ -2,12 +2,14 @@
 // (Jenkins' and Ant's junit.xsd): one <testsuite> per seed, one <testcase>
 // per case with classname = kernel and name = case id, a <failure> whose
 // type is the failure class, and <properties> for the run.
-package difftest
+package report
 
 import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"io"
 	"sort"
 	"strings"
@@ -67,22 +69,22 @@ type junitText struct {
 // impl, suite, generator_version, device, driver, cuda, fatbin_sha256 and
 // git_commit (present and empty when unknown), then any other header
 // property in name order.
-func JUnitProperties(h Header, seed uint64) [][2]string {
+func JUnitProperties(h difftest.Header, seed uint64) [][2]string {
 	props := [][2]string{
-		{PropSeed, fmt.Sprint(seed)},
-		{PropImpl, h.Impl},
-		{PropSuite, h.Suite},
-		{PropGeneratorVersion, fmt.Sprint(h.GeneratorVersion)},
-		{PropDevice, h.Properties[PropDevice]},
-		{PropDriver, h.Properties[PropDriver]},
-		{PropCUDA, h.Properties[PropCUDA]},
-		{PropFatbin, h.Properties[PropFatbin]},
-		{PropGitCommit, h.GitCommit},
+		{difftest.PropSeed, fmt.Sprint(seed)},
+		{difftest.PropImpl, h.Impl},
+		{difftest.PropSuite, h.Suite},
+		{difftest.PropGeneratorVersion, fmt.Sprint(h.GeneratorVersion)},
+		{difftest.PropDevice, h.Properties[difftest.PropDevice]},
+		{difftest.PropDriver, h.Properties[difftest.PropDriver]},
+		{difftest.PropCUDA, h.Properties[difftest.PropCUDA]},
+		{difftest.PropFatbin, h.Properties[difftest.PropFatbin]},
+		{difftest.PropGitCommit, h.GitCommit},
 	}
 	var extra []string
 	for k := range h.Properties {
 		switch k {
-		case PropDevice, PropDriver, PropCUDA, PropFatbin:
+		case difftest.PropDevice, difftest.PropDriver, difftest.PropCUDA, difftest.PropFatbin:
 		default:
 			extra = append(extra, k)
 		}
@@ -100,7 +102,7 @@ func JUnitProperties(h Header, seed uint64) [][2]string {
 // WriteJUnit writes rep as JUnit XML. Times are in seconds with
 // millisecond resolution (the case's wall time).
 func WriteJUnit(w io.Writer, rep *Report) error {
-	bySeed := map[uint64][]*Record{}
+	bySeed := map[uint64][]*difftest.Record{}
 	var seeds []uint64
 	for _, r := range rep.Records {
 		if _, ok := bySeed[r.Seed]; !ok {
@@ -123,17 +125,17 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 		for _, r := range bySeed[seed] {
 			jc := junitCase{Classname: r.Kernel, Name: r.Case, Time: seconds(r.WallTime)}
 			if r.Failed() {
-				jc.Failure = &junitFailure{Message: SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
+				jc.Failure = &junitFailure{Message: difftest.SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: failureDetails(r)}
 				s.Failures++
 			}
-			if r.Verdict == VerdictSkip {
-				jc.Skipped = &junitSkipped{Message: SafeLine(string(r.Class) + ": " + r.Message)}
+			if r.Verdict == difftest.VerdictSkip {
+				jc.Skipped = &junitSkipped{Message: difftest.SafeLine(string(r.Class) + ": " + r.Message)}
 				s.Skipped++
 			}
 			if len(r.Warnings) > 0 {
 				ws := make([]string, len(r.Warnings))
 				for i, wn := range r.Warnings {
-					ws[i] = SafeLine(wn)
+					ws[i] = difftest.SafeLine(wn)
 				}
 				jc.SystemOut = &junitText{"warnings:\n  " + strings.Join(ws, "\n  ") + "\n"}
 			}
@@ -162,32 +164,32 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 
 // failureDetails is the body of a <failure>: message, diagnosis, key metric, all
 // metrics (JSON, keys sorted), worst elements, replay command(s).
-func failureDetails(r *Record) string {
+func failureDetails(r *difftest.Record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n", SafeText(string(r.Class)), SafeLine(r.Message))
-	for _, l := range DiagnosisLines(r) {
+	fmt.Fprintf(&b, "%s: %s\n", difftest.SafeText(string(r.Class)), difftest.SafeLine(r.Message))
+	for _, l := range triage.DiagnosisLines(r) {
 		b.WriteString(l + "\n")
 	}
-	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, SafeText(r.InputSHA256), r.GeneratorVersion)
+	fmt.Fprintf(&b, "seed %d, input sha256 %s, generator %d\n", r.Seed, difftest.SafeText(r.InputSHA256), r.GeneratorVersion)
 	if len(r.Params) > 0 {
-		fmt.Fprintf(&b, "params: %s\n", SafeText(string(r.Params)))
+		fmt.Fprintf(&b, "params: %s\n", difftest.SafeText(string(r.Params)))
 	}
 	if len(r.Metrics) > 0 {
 		m, _ := json.Marshal(r.Metrics) // map keys come out sorted
-		fmt.Fprintf(&b, "metrics: %s\n", SafeText(string(m)))
+		fmt.Fprintf(&b, "metrics: %s\n", difftest.SafeText(string(m)))
 	}
 	for _, e := range r.Worst {
-		fmt.Fprintf(&b, "worst: %s%s got %s want %s", SafeText(e.Tensor), SafeText(e.Index), SafeText(e.Got), SafeText(e.Want))
+		fmt.Fprintf(&b, "worst: %s%s got %s want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
 		if e.Ratio != nil {
 			fmt.Fprintf(&b, " ratio %.3g", *e.Ratio)
 		}
 		b.WriteString("\n")
 	}
 	if r.Replay != "" {
-		fmt.Fprintf(&b, "replay: %s\n", SafeText(r.Replay))
+		fmt.Fprintf(&b, "replay: %s\n", difftest.SafeText(r.Replay))
 	}
 	if r.Capture != "" {
-		fmt.Fprintf(&b, "replay: %s\n", SafeText(ReplayCaptureCommand(r)))
+		fmt.Fprintf(&b, "replay: %s\n", difftest.SafeText(ReplayCaptureCommand(r)))
 	}
 	return b.String()
 }
@@ -196,11 +198,11 @@ func failureDetails(r *Record) string {
 // capture with the same implementation: r.ReplayCapture when the run set
 // it (Config.ReplayCapture, with the program name and every
 // verdict-changing flag), else "difftest replay --impl IMPL FILE".
-func ReplayCaptureCommand(r *Record) string {
+func ReplayCaptureCommand(r *difftest.Record) string {
 	if r.ReplayCapture != "" {
 		return r.ReplayCapture
 	}
-	return ReplayCaptureLine(ReplayOptions{Impl: r.Impl, Timeout: DefaultTimeout}, r.Capture)
+	return difftest.ReplayCaptureLine(difftest.ReplayOptions{Impl: r.Impl, Timeout: difftest.DefaultTimeout}, r.Capture)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

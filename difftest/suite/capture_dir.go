@@ -2,10 +2,11 @@
 // real inputs recorded from a serving stack (the Python package's capture
 // and record) or saved failures, run as cases.
 
-package difftest
+package suite
 
 import (
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,10 +24,10 @@ import (
 // error. A folder with no capture, more than MaxSuiteCases of them, or
 // two captures of one case id is a *SuiteError. The seed does not change
 // a capture's inputs: under --repeat every seed runs the same bytes.
-func LoadCaptureDir(dir string) (*Suite, error) {
+func LoadCaptureDir(dir string) (*difftest.Suite, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, &SuiteError{File: dir, Err: err}
+		return nil, &difftest.SuiteError{File: dir, Err: err}
 	}
 	var names []string
 	for _, e := range ents {
@@ -37,24 +38,24 @@ func LoadCaptureDir(dir string) (*Suite, error) {
 	sort.Strings(names)
 	switch {
 	case len(names) == 0:
-		return nil, &SuiteError{File: dir, Err: fmt.Errorf("the folder holds no capture file (*.safetensors)")}
+		return nil, &difftest.SuiteError{File: dir, Err: fmt.Errorf("the folder holds no capture file (*.safetensors)")}
 	case len(names) > MaxSuiteCases:
-		return nil, &SuiteError{File: dir, Err: fmt.Errorf("the folder holds %d capture files, above the limit of %d cases (MaxSuiteCases)", len(names), MaxSuiteCases)}
+		return nil, &difftest.SuiteError{File: dir, Err: fmt.Errorf("the folder holds %d capture files, above the limit of %d cases (MaxSuiteCases)", len(names), MaxSuiteCases)}
 	}
-	s := &Suite{Name: dir}
+	s := &difftest.Suite{Name: dir}
 	seen := map[string]string{}
 	for _, n := range names {
 		path := filepath.Join(dir, n)
-		c, _, err := ReadCapture(path)
+		c, _, err := difftest.ReadCapture(path)
 		if err != nil {
 			return nil, err
 		}
 		if prev, dup := seen[c.ID]; dup {
-			return nil, &SuiteError{File: dir, Case: c.ID, Err: fmt.Errorf("captures %s and %s are both case %s: rename one's \"case\" metadata", prev, n, c.ID)}
+			return nil, &difftest.SuiteError{File: dir, Case: c.ID, Err: fmt.Errorf("captures %s and %s are both case %s: rename one's \"case\" metadata", prev, n, c.ID)}
 		}
 		seen[c.ID] = n
-		spec := CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}
-		s.Cases = append(s.Cases, SuiteCase{Spec: spec, File: path, Capture: path})
+		spec := difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}
+		s.Cases = append(s.Cases, difftest.SuiteCase{Spec: spec, File: path, Capture: path})
 	}
 	return s, nil
 }

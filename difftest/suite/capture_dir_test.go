@@ -2,7 +2,7 @@
 // package's capture and record write) replay, and a folder of them runs
 // as a suite.
 
-package difftest_test
+package suite_test
 
 import (
 	"context"

@@ -1,11 +1,12 @@
 // --shard auto (docs/nightly.md): the shard I/N of a run from the engine
 // that started it: a Slurm job array, a Kubernetes indexed Job, or an
 // explicit KD_SHARD (a CI matrix).
-package difftest
+package suite
 
 import (
 	"errors"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"strconv"
 	"strings"
 )
@@ -48,14 +49,14 @@ var ErrShardEnv = errors.New("--shard auto")
 // next to a Slurm array must equal its count). Errors wrap ErrShardEnv
 // and name the variables: none set, a value that is not a number, an
 // index outside [0, N), or two sources that disagree.
-func ShardFromEnv(getenv func(string) string) (Shard, string, error) {
+func ShardFromEnv(getenv func(string) string) (difftest.Shard, string, error) {
 	type source struct {
-		sh   Shard
+		sh   difftest.Shard
 		desc string
 	}
 	var found []source
-	fail := func(format string, args ...any) (Shard, string, error) {
-		return Shard{}, "", fmt.Errorf("%w: %s", ErrShardEnv, fmt.Sprintf(format, args...))
+	fail := func(format string, args ...any) (difftest.Shard, string, error) {
+		return difftest.Shard{}, "", fmt.Errorf("%w: %s", ErrShardEnv, fmt.Sprintf(format, args...))
 	}
 	num := func(name string) (int, bool, error) {
 		v := strings.TrimSpace(getenv(name))
@@ -69,7 +70,7 @@ func ShardFromEnv(getenv func(string) string) (Shard, string, error) {
 		return n, true, nil
 	}
 	if v := getenv(EnvShard); v != "" {
-		sh, err := ParseShard(v)
+		sh, err := difftest.ParseShard(v)
 		if err != nil {
 			return fail("%s=%q: want I/N with 0 ≤ I < N, e.g. 0/4", EnvShard, v)
 		}
@@ -110,7 +111,7 @@ func ShardFromEnv(getenv func(string) string) (Shard, string, error) {
 		if id < lo || (id-lo)%step != 0 || (id-lo)/step >= n {
 			return fail("%s=%d is not one of the %d tasks from %s=%d by %d", EnvSlurmTaskID, id, n, EnvSlurmTaskMin, lo, step)
 		}
-		sh := Shard{I: (id - lo) / step, N: n}
+		sh := difftest.Shard{I: (id - lo) / step, N: n}
 		desc := fmt.Sprintf("Slurm array task %s=%d of %s=%d", EnvSlurmTaskID, id, EnvSlurmTaskCount, n)
 		if lo != 0 || step != 1 {
 			desc += fmt.Sprintf(" (from %d by %d)", lo, step)
@@ -131,7 +132,7 @@ func ShardFromEnv(getenv func(string) string) (Shard, string, error) {
 		if count < 1 || idx >= count {
 			return fail("%s=%d is not below %s=%d", EnvJobCompletionIndex, idx, EnvShardCount, count)
 		}
-		found = append(found, source{Shard{I: idx, N: count}, fmt.Sprintf("Kubernetes indexed Job %s=%d of %s=%d", EnvJobCompletionIndex, idx, EnvShardCount, count)})
+		found = append(found, source{difftest.Shard{I: idx, N: count}, fmt.Sprintf("Kubernetes indexed Job %s=%d of %s=%d", EnvJobCompletionIndex, idx, EnvShardCount, count)})
 	case hasCount && !hasID:
 		return fail("%s is set without an index (%s of a Kubernetes indexed Job, or a Slurm array)", EnvShardCount, EnvJobCompletionIndex)
 	}

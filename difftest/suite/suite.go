@@ -16,63 +16,22 @@
 //
 // A named suite is every *.toml file in one folder of an fs.FS (the
 // embedded fixtures/suites/NAME/), read in lexical order.
-package difftest
+package suite
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"unicode"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
-
-// SuiteError is a problem with a suite file: malformed TOML, an unknown
-// key, kernel or family, a duplicate case, or a case whose parameters the
-// kernel rejects. The CLI exits 2 on it. Error() is one line naming the
-// file, the case (when known) and the problem.
-type SuiteError struct {
-	File string
-	Case string // case id, or "" for a whole-file problem
-	Err  error
-}
-
-// Error returns one line: "suite FILE: case ID: problem".
-func (e *SuiteError) Error() string {
-	msg := strings.ReplaceAll(e.Err.Error(), "\n", " ")
-	if e.Case == "" {
-		return fmt.Sprintf("suite %s: %s", e.File, msg)
-	}
-	// Kernel and Params errors name the case themselves; say it once.
-	msg = strings.TrimPrefix(msg, "case "+e.Case+": ")
-	return fmt.Sprintf("suite %s: case %s: %s", e.File, e.Case, msg)
-}
-
-// Unwrap returns the underlying error.
-func (e *SuiteError) Unwrap() error { return e.Err }
-
-// SuiteCase is one case of a loaded suite and the file it came from.
-type SuiteCase struct {
-	Spec CaseSpec
-	File string
-	// Capture, when set, is a capture file the case is read from as it
-	// runs (a suite that is a folder of captures, LoadCaptureDir) instead
-	// of being drawn from (seed, Spec).
-	Capture string
-}
-
-// Suite is an ordered, validated list of cases.
-type Suite struct {
-	Name  string // suite name, or the file path for --suite FILE
-	Cases []SuiteCase
-}
 
 type suiteFile struct {
 	Case []suiteEntry `toml:"case"`
@@ -95,24 +54,24 @@ type suiteFile struct {
 // is a *SuiteError naming the first offending case (for a matrix or
 // template error, the case as written: kernel/name-template) and wrapping
 // ErrMatrix for those.
-func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
+func ParseSuite(file string, data []byte) ([]difftest.SuiteCase, error) {
 	if err := checkSuiteBounds(data); err != nil {
-		return nil, &SuiteError{File: file, Err: err}
+		return nil, &difftest.SuiteError{File: file, Err: err}
 	}
 	var sf suiteFile
 	md, err := toml.Decode(string(data), &sf)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &SuiteError{File: file, Err: fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)}
+			return nil, &difftest.SuiteError{File: file, Err: fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)}
 		}
 		if serr := suiteSchemaError(data); serr != nil {
 			err = serr // in the suite's terms, not Go's
 		}
-		return nil, &SuiteError{File: file, Err: err}
+		return nil, &difftest.SuiteError{File: file, Err: err}
 	}
 	if err := suiteSchemaError(data); err != nil {
-		return nil, &SuiteError{File: file, Err: err}
+		return nil, &difftest.SuiteError{File: file, Err: err}
 	}
 	for _, key := range md.Undecoded() {
 		// Keys under [case.params] are the kernel's to judge, those under
@@ -120,54 +79,54 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 		if len(key) >= 2 && key[0] == "case" && (key[1] == "params" || key[1] == "matrix") {
 			continue
 		}
-		return nil, &SuiteError{File: file, Err: fmt.Errorf("unknown key %q (a case has kernel, family, name, [case.params] and [case.matrix])", key.String())}
+		return nil, &difftest.SuiteError{File: file, Err: fmt.Errorf("unknown key %q (a case has kernel, family, name, [case.params] and [case.matrix])", key.String())}
 	}
 	if len(sf.Case) == 0 {
-		return nil, &SuiteError{File: file, Err: errors.New("no [[case]] entries")}
+		return nil, &difftest.SuiteError{File: file, Err: errors.New("no [[case]] entries")}
 	}
 	orders, err := matrixOrders(md, sf.Case)
 	if err != nil {
-		return nil, &SuiteError{File: file, Err: err}
+		return nil, &difftest.SuiteError{File: file, Err: err}
 	}
 	var specs []expandedCase
 	for i, e := range sf.Case {
 		if e.Name == "" || e.Kernel == "" {
-			return nil, &SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
+			return nil, &difftest.SuiteError{File: file, Case: fmt.Sprintf("#%d", i+1), Err: errors.New("kernel and name are required")}
 		}
 		cases, err := expandEntry(e, orders[i], MaxSuiteCases-len(specs))
 		if err != nil {
-			return nil, &SuiteError{File: file, Case: e.Kernel + "/" + e.Name, Err: err}
+			return nil, &difftest.SuiteError{File: file, Case: e.Kernel + "/" + e.Name, Err: err}
 		}
 		specs = append(specs, cases...)
 	}
-	out := make([]SuiteCase, 0, len(specs))
+	out := make([]difftest.SuiteCase, 0, len(specs))
 	seen := map[string]string{} // case id → the matrix combination that gave it
 	for _, ec := range specs {
 		spec := ec.spec
 		id := spec.ID()
 		if strings.IndexFunc(spec.Name, unicode.IsSpace) >= 0 || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0 {
-			return nil, &SuiteError{File: file, Case: id, Err: errors.New("name must not contain spaces or control characters")}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: errors.New("name must not contain spaces or control characters")}
 		}
-		k, ok := LookupKernel(spec.Kernel)
+		k, ok := difftest.LookupKernel(spec.Kernel)
 		if !ok {
-			return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown kernel %q (registered: %s)", spec.Kernel, strings.Join(kernelNames(), ", "))}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown kernel %q (registered: %s)", spec.Kernel, strings.Join(kernelNames(), ", "))}
 		}
 		if !contains(k.Families(), spec.Family) {
-			return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown family %q for %s (families: %s)", spec.Family, spec.Kernel, strings.Join(k.Families(), ", "))}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown family %q for %s (families: %s)", spec.Family, spec.Kernel, strings.Join(k.Families(), ", "))}
 		}
 		if prev, dup := seen[id]; dup {
 			if prev != "" || ec.combo != "" {
-				return nil, &SuiteError{File: file, Case: id, Err: fmt.Errorf("duplicate case name (%s and %s give it: the name template must tell every combination apart)", orWritten(prev), orWritten(ec.combo))}
+				return nil, &difftest.SuiteError{File: file, Case: id, Err: fmt.Errorf("duplicate case name (%s and %s give it: the name template must tell every combination apart)", orWritten(prev), orWritten(ec.combo))}
 			}
-			return nil, &SuiteError{File: file, Case: id, Err: errors.New("duplicate case name")}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: errors.New("duplicate case name")}
 		}
 		seen[id] = ec.combo
-		out = append(out, SuiteCase{Spec: spec, File: file})
+		out = append(out, difftest.SuiteCase{Spec: spec, File: file})
 	}
 	for _, sc := range out {
-		k, _ := LookupKernel(sc.Spec.Kernel)
+		k, _ := difftest.LookupKernel(sc.Spec.Kernel)
 		if err := CheckCaseSpec(k, sc.Spec); err != nil {
-			return nil, &SuiteError{File: file, Case: sc.Spec.ID(), Err: err}
+			return nil, &difftest.SuiteError{File: file, Case: sc.Spec.ID(), Err: err}
 		}
 	}
 	return out, nil
@@ -178,8 +137,8 @@ func ParseSuite(file string, data []byte) ([]SuiteCase, error) {
 // input is drawn), otherwise by drawing the case once under seed 0 and
 // discarding it (the time and memory of one generation). The error is the
 // kernel's own; ParseSuite wraps it in a *SuiteError.
-func CheckCaseSpec(k Kernel, spec CaseSpec) error {
-	if sc, ok := k.(SpecChecker); ok {
+func CheckCaseSpec(k difftest.Kernel, spec difftest.CaseSpec) error {
+	if sc, ok := k.(difftest.SpecChecker); ok {
 		return sc.CheckSpec(spec)
 	}
 	_, err := k.NewCase(spec, 0, rng.CaseKey(0, spec.ID()))
@@ -190,38 +149,38 @@ func CheckCaseSpec(k Kernel, spec CaseSpec) error {
 // must be a regular file of at most MaxSuiteBytes: a FIFO or a device
 // (/dev/zero, /dev/stdin) is refused by its type, a larger file by its
 // size, before anything is read.
-func LoadSuiteFile(file string) (*Suite, error) {
-	data, err := ReadFileLimit(file, MaxSuiteBytes)
+func LoadSuiteFile(file string) (*difftest.Suite, error) {
+	data, err := difftest.ReadFileLimit(file, MaxSuiteBytes)
 	if err != nil {
-		if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge) {
+		if errors.Is(err, difftest.ErrNotRegular) || errors.Is(err, difftest.ErrTooLarge) {
 			err = fmt.Errorf("%w (a suite is a TOML file of at most %d bytes, MaxSuiteBytes)", err, MaxSuiteBytes)
 		}
-		return nil, &SuiteError{File: file, Err: err}
+		return nil, &difftest.SuiteError{File: file, Err: err}
 	}
 	cases, err := ParseSuite(file, data)
 	if err != nil {
 		return nil, err
 	}
-	return &Suite{Name: file, Cases: cases}, nil
+	return &difftest.Suite{Name: file, Cases: cases}, nil
 }
 
 // LoadSuiteFS reads the named suite: every NAME/*.toml file of fsys in
 // lexical order. Case ids must be unique across the files.
-func LoadSuiteFS(fsys fs.FS, name string) (*Suite, error) {
+func LoadSuiteFS(fsys fs.FS, name string) (*difftest.Suite, error) {
 	files, err := fs.Glob(fsys, path.Join(name, "*.toml"))
 	if err != nil {
-		return nil, &SuiteError{File: name, Err: err}
+		return nil, &difftest.SuiteError{File: name, Err: err}
 	}
 	if len(files) == 0 {
-		return nil, &SuiteError{File: name, Err: fmt.Errorf("no such suite (suites: %s)", strings.Join(SuiteNames(fsys), ", "))}
+		return nil, &difftest.SuiteError{File: name, Err: fmt.Errorf("no such suite (suites: %s)", strings.Join(SuiteNames(fsys), ", "))}
 	}
 	sort.Strings(files)
-	s := &Suite{Name: name}
+	s := &difftest.Suite{Name: name}
 	where := map[string]string{}
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			return nil, &SuiteError{File: f, Err: err}
+			return nil, &difftest.SuiteError{File: f, Err: err}
 		}
 		cases, err := ParseSuite(f, data)
 		if err != nil {
@@ -230,7 +189,7 @@ func LoadSuiteFS(fsys fs.FS, name string) (*Suite, error) {
 		for _, sc := range cases {
 			id := sc.Spec.ID()
 			if prev, dup := where[id]; dup {
-				return nil, &SuiteError{File: f, Case: id, Err: fmt.Errorf("duplicate case name (also in %s)", prev)}
+				return nil, &difftest.SuiteError{File: f, Case: id, Err: fmt.Errorf("duplicate case name (also in %s)", prev)}
 			}
 			where[id] = f
 		}
@@ -255,60 +214,6 @@ func SuiteNames(fsys fs.FS) []string {
 	return names
 }
 
-// Item is one case to run: a suite case under one seed.
-type Item struct {
-	Index int // position in the expanded suite: (seed−first seed)·len(cases) + case position
-	Seed  uint64
-	SuiteCase
-	// Case, when set, is run as it is instead of being drawn from
-	// (Seed, Spec): a case read back from a capture file (replay).
-	Case *Case
-}
-
-// Selection picks the items of a run.
-type Selection struct {
-	Seed   uint64         // first seed (--seed)
-	Repeat int            // seeds Seed … Seed+Repeat−1 (--repeat); < 1 means 1
-	Run    *regexp.Regexp // matched against the case id (--run); nil = all
-	Shard  Shard          // --shard
-}
-
-// Shard is a deterministic split of a run: shard I of N keeps the items
-// whose Index ≡ I (mod N). I is 0-based: shards of a 4-way split are
-// 0/4 … 3/4. The zero Shard keeps everything.
-type Shard struct{ I, N int }
-
-// ParseShard parses "I/N" with 0 ≤ I < N.
-func ParseShard(s string) (Shard, error) {
-	var sh Shard
-	if _, err := fmt.Sscanf(s, "%d/%d", &sh.I, &sh.N); err != nil || fmt.Sprintf("%d/%d", sh.I, sh.N) != s {
-		return Shard{}, fmt.Errorf("--shard %q: want I/N, e.g. 0/4", s)
-	}
-	if sh.N < 1 || sh.I < 0 || sh.I >= sh.N {
-		return Shard{}, fmt.Errorf("--shard %q: want 0 ≤ I < N", s)
-	}
-	return sh, nil
-}
-
-// String returns "I/N", or "" for the zero Shard.
-func (s Shard) String() string {
-	if s.N == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d/%d", s.I, s.N)
-}
-
-// Items is Select(sel) collected into a slice, for tests and tools that
-// run a few cases; a run uses Select, which builds no list. It returns nil
-// when Select reports an error (seeds past 2^64−1, too many items).
-func (s *Suite) Items(sel Selection) []Item {
-	q, err := s.Select(sel)
-	if err != nil {
-		return nil
-	}
-	return slices.Collect(q.All())
-}
-
 // orWritten names where a case came from: its matrix combination, or
 // "a [[case]] written out" for a case without a matrix.
 func orWritten(combo string) string {
@@ -320,7 +225,7 @@ func orWritten(combo string) string {
 
 func kernelNames() []string {
 	var names []string
-	for _, k := range Kernels() {
+	for _, k := range difftest.Kernels() {
 		names = append(names, k.Name())
 	}
 	if len(names) == 0 {

@@ -16,7 +16,7 @@
 // needle-l1000-k1024 and needle-l4500-k1024, in that order: the axes nest
 // like for-loops in the order they are written, the first outermost.
 
-package difftest
+package suite
 
 import (
 	"errors"
@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // MaxMatrixCases bounds the number of cases one [[case]] table may expand
@@ -63,7 +64,7 @@ type suiteEntry struct {
 // expandedCase is one case of an expanded entry and the combination it
 // came from ("" for an entry without a matrix), for error messages.
 type expandedCase struct {
-	spec  CaseSpec
+	spec  difftest.CaseSpec
 	combo string
 }
 
@@ -146,7 +147,7 @@ func expandEntry(e suiteEntry, order []string, budget int) ([]expandedCase, erro
 		if err != nil {
 			return nil, err
 		}
-		return []expandedCase{{spec: CaseSpec{Kernel: e.Kernel, Family: e.Family, Name: name, Params: e.Params}}}, nil
+		return []expandedCase{{spec: difftest.CaseSpec{Kernel: e.Kernel, Family: e.Family, Name: name, Params: e.Params}}}, nil
 	}
 	axes := make([]matrixAxis, 0, len(order))
 	setBy := map[string]string{} // setting key → the axis that sets it
@@ -245,7 +246,7 @@ func expandEntry(e suiteEntry, order []string, budget int) ([]expandedCase, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, expandedCase{spec: CaseSpec{Kernel: e.Kernel, Family: family, Name: name, Params: params}, combo: strings.Join(combo, ", ")})
+		out = append(out, expandedCase{spec: difftest.CaseSpec{Kernel: e.Kernel, Family: family, Name: name, Params: params}, combo: strings.Join(combo, ", ")})
 		// Next combination: the last axis moves fastest.
 		a := len(axes) - 1
 		for ; a >= 0; a-- {

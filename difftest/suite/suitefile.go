@@ -9,7 +9,7 @@
 // one level of arrays, so the bounds are far above any real suite and far
 // below what hurts.
 
-package difftest
+package suite
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/BurntSushi/toml"
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // MaxSuiteBytes bounds the size of one suite file: 1 MiB. The default
@@ -245,23 +246,23 @@ func suiteSchemaError(data []byte) error {
 	case []any:
 		entries = v
 	default:
-		return fmt.Errorf("case = %s: write each case as an [[case]] table", describeTOML(v))
+		return fmt.Errorf("case = %s: write each case as an [[case]] table", difftest.DescribeTOML(v))
 	}
 	for i, e := range entries {
 		m, ok := e.(map[string]any)
 		if !ok {
-			return fmt.Errorf("case #%d is %s: write each case as an [[case]] table", i+1, describeTOML(e))
+			return fmt.Errorf("case #%d is %s: write each case as an [[case]] table", i+1, difftest.DescribeTOML(e))
 		}
 		for _, k := range []string{"kernel", "family", "name"} {
 			if v, ok := m[k]; ok {
 				if _, ok := v.(string); !ok {
-					return fmt.Errorf("case #%d: %s = %s: must be a string, in quotes", i+1, k, describeTOML(v))
+					return fmt.Errorf("case #%d: %s = %s: must be a string, in quotes", i+1, k, difftest.DescribeTOML(v))
 				}
 			}
 		}
 		if v, ok := m["params"]; ok {
 			if _, ok := v.(map[string]any); !ok {
-				return fmt.Errorf("case #%d: params = %s: must be a table, [case.params] after the case's keys", i+1, describeTOML(v))
+				return fmt.Errorf("case #%d: params = %s: must be a table, [case.params] after the case's keys", i+1, difftest.DescribeTOML(v))
 			}
 		}
 	}

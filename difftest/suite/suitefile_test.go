@@ -2,7 +2,7 @@
 // and 10): hostile suite files are refused by type, size or nesting
 // within seconds, and mistyped values are explained in the suite's terms.
 
-package difftest
+package suite
 
 import (
 	"errors"

@@ -8,12 +8,13 @@
 // topk-page-row0: translates every row through page_table row 0". The
 // diagnosis is a hint next to the verdict, never a verdict: a case with no
 // match says nothing.
-package difftest
+package triage
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"slices"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type Variant struct {
 	// Run computes the variant's outputs into outs (pre-filled with
 	// PoisonA, the canary), like Mutant.Run. It may return an error or
 	// panic on a case it cannot handle: that is no match.
-	Run func(c *Case, outs []*Tensor) error
+	Run func(c *difftest.Case, outs []*difftest.Tensor) error
 }
 
 // VariantProvider is an optional interface of a Kernel: the named
@@ -56,7 +57,7 @@ type VariantProvider interface {
 // its OutputSpec) are the same result for the diagnosis. Kernels without
 // one compare every byte of every output.
 type Matcher interface {
-	Match(c *Case, a, b []*Tensor) bool
+	Match(c *difftest.Case, a, b []*difftest.Tensor) bool
 }
 
 // DefaultDiagnoseBudget is the time a failing case's diagnosis may take
@@ -106,14 +107,14 @@ type Candidate struct {
 	Name  string
 	Doc   string   // the mutant's Fault, or the variant's Doc
 	Parts []string // a combination's parts; nil otherwise
-	Run   func(c *Case, outs []*Tensor) error
+	Run   func(c *difftest.Case, outs []*difftest.Tensor) error
 }
 
 // Candidates returns what the diagnosis tries for kernel k, in order: its
 // catalog mutants, then its variants that are not aliases of a mutant.
 // A variant named like a mutant, or an alias naming no mutant, is left out
 // (kernel tests check that neither happens).
-func Candidates(k Kernel) []Candidate {
+func Candidates(k difftest.Kernel) []Candidate {
 	var cs []Candidate
 	names := map[string]bool{}
 	for _, m := range k.Mutants() {
@@ -136,7 +137,7 @@ func Candidates(k Kernel) []Candidate {
 // or variant of the named kernel ("" when this build has none): the
 // table prints it next to a diagnosis read back from a report.
 func DescribeCandidate(kernel, name string) string {
-	k, ok := LookupKernel(kernel)
+	k, ok := difftest.LookupKernel(kernel)
 	if !ok {
 		return ""
 	}
@@ -188,12 +189,12 @@ type Diagnosis struct {
 // or ctx is done; a candidate still running then is abandoned (in-process
 // code cannot be stopped; its buffers are its own) and Note says how far
 // it got. got or want nil gives no diagnosis.
-func Diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budget time.Duration) Diagnosis {
+func Diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, want []*difftest.Tensor, budget time.Duration) Diagnosis {
 	return diagnose(ctx, k, c, got, want, budget, nil)
 }
 
 // diagnose is Diagnose over the candidates named in only (all when nil).
-func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budget time.Duration, only []string) Diagnosis {
+func diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, want []*difftest.Tensor, budget time.Duration, only []string) Diagnosis {
 	start := time.Now()
 	cands := Candidates(k)
 	if only != nil {
@@ -203,7 +204,7 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 	if got == nil || want == nil {
 		return d
 	}
-	same := func(a, b []*Tensor) bool { return sameOutputs(k, c, a, b) }
+	same := func(a, b []*difftest.Tensor) bool { return sameOutputs(k, c, a, b) }
 	var deadline <-chan time.Time
 	if budget > 0 {
 		t := time.NewTimer(budget)
@@ -266,8 +267,8 @@ func coveredBySmaller(m Candidate, matched []Candidate) bool {
 // goroutine. ok is false when it failed (error, panic, outputs resized);
 // stop is non-empty ("budget spent", "stopped") when the deadline or ctx
 // came first.
-func runCandidate(ctx context.Context, deadline <-chan time.Time, c *Case, cand Candidate) (outs []*Tensor, ok bool, stop string) {
-	outs = PoisonedTensors(c, PoisonA)
+func runCandidate(ctx context.Context, deadline <-chan time.Time, c *difftest.Case, cand Candidate) (outs []*difftest.Tensor, ok bool, stop string) {
+	outs = difftest.PoisonedTensors(c, difftest.PoisonA)
 	sizes := make([]int, len(outs))
 	for i, t := range outs {
 		sizes[i] = len(t.Data)
@@ -298,7 +299,7 @@ func runCandidate(ctx context.Context, deadline <-chan time.Time, c *Case, cand 
 // implementation's would: a byte outside k.Written changed from the
 // canary (PoisonA), or k.Check against want fails. A Check that panics
 // counts as not failing (no match).
-func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
+func failsOn(k difftest.Kernel, c *difftest.Case, outs, want []*difftest.Tensor) (fails bool) {
 	defer func() {
 		if recover() != nil {
 			fails = false
@@ -308,21 +309,21 @@ func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
 	if len(written) != len(outs) {
 		return false
 	}
-	untouched := make([][]Range, len(outs))
+	untouched := make([][]difftest.Range, len(outs))
 	for i, o := range c.Outputs {
 		var err error
-		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
+		if untouched[i], err = difftest.Complement(o.Name, o.Bytes(), written[i]); err != nil {
 			return false
 		}
 	}
-	if checkCanary(outs, untouched, PoisonA) != nil {
+	if difftest.CheckCanary(outs, untouched, difftest.PoisonA) != nil {
 		return true
 	}
 	return k.Check(c, outs, want).Failed()
 }
 
 // sameOutputs applies k's Matcher, or compares every byte.
-func sameOutputs(k Kernel, c *Case, a, b []*Tensor) bool {
+func sameOutputs(k difftest.Kernel, c *difftest.Case, a, b []*difftest.Tensor) bool {
 	if len(a) != len(b) || len(a) != len(c.Outputs) {
 		return false
 	}
@@ -346,17 +347,17 @@ func sameOutputs(k Kernel, c *Case, a, b []*Tensor) bool {
 // one "behaves like NAME: DOC" per match (DOC from DescribeCandidate,
 // left out when this build does not know the name), and the note when
 // the diagnosis is incomplete. Names and notes are escaped (SafeText).
-func DiagnosisLines(r *Record) []string {
+func DiagnosisLines(r *difftest.Record) []string {
 	var lines []string
 	for _, name := range r.Diagnosis {
-		l := "behaves like " + SafeText(name)
+		l := "behaves like " + difftest.SafeText(name)
 		if doc := DescribeCandidate(r.Kernel, name); doc != "" {
-			l += ": " + SafeText(doc)
+			l += ": " + difftest.SafeText(doc)
 		}
 		lines = append(lines, l)
 	}
 	if r.DiagnosisNote != "" {
-		lines = append(lines, SafeLine(r.DiagnosisNote))
+		lines = append(lines, difftest.SafeLine(r.DiagnosisNote))
 	}
 	return lines
 }
@@ -365,7 +366,7 @@ func DiagnosisLines(r *Record) []string {
 // records the result. A case without outputs (a crash, a time-out) is not
 // diagnosed and says nothing; one reached after the run's total budget is
 // spent says so in its note.
-func diagnoseRecord(ctx context.Context, cfg *DiagnoseConfig, k Kernel, c *Case, out Outcome, rec *Record) {
+func diagnoseRecord(ctx context.Context, cfg *DiagnoseConfig, k difftest.Kernel, c *difftest.Case, out difftest.Outcome, rec *difftest.Record) {
 	if out.Got == nil || out.Want == nil {
 		return
 	}
@@ -377,4 +378,11 @@ func diagnoseRecord(ctx context.Context, cfg *DiagnoseConfig, k Kernel, c *Case,
 	d := Diagnose(ctx, k, c, out.Got, out.Want, budget)
 	cfg.charge(d.Elapsed)
 	rec.Diagnosis, rec.DiagnosisNote = d.Matches, d.Note
+}
+
+// DiagnoseRecord is the run's diagnosis hook (difftest.Config.Diagnose):
+// it diagnoses a failing case within d's budgets and records the result
+// in rec.Diagnosis and rec.DiagnosisNote.
+func (d *DiagnoseConfig) DiagnoseRecord(ctx context.Context, k difftest.Kernel, c *difftest.Case, out difftest.Outcome, rec *difftest.Record) {
+	diagnoseRecord(ctx, d, k, c, out, rec)
 }

@@ -1,30 +1,29 @@
 // The selftest of docs/mutants.md: the suite must catch every catalog
 // mutant, and the reference must pass every case.
-package difftest
+package triage
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // SelftestRow is one line of the selftest: a mutant (or the reference)
 // and what became of it.
 type SelftestRow struct {
-	Kernel  string        `json:"kernel"`
-	Mutant  string        `json:"mutant"` // catalog name, or "reference"
-	Fault   string        `json:"fault,omitempty"`
-	Caught  bool          `json:"caught"` // for the reference: it failed a case
-	Case    string        `json:"case,omitempty"`
-	Seed    uint64        `json:"seed,omitempty"`
-	Class   Class         `json:"class,omitempty"` // the check that caught it
-	Message string        `json:"message,omitempty"`
-	Cases   int           `json:"cases"` // cases run
-	Elapsed time.Duration `json:"elapsed_ns"`
+	Kernel  string         `json:"kernel"`
+	Mutant  string         `json:"mutant"` // catalog name, or "reference"
+	Fault   string         `json:"fault,omitempty"`
+	Caught  bool           `json:"caught"` // for the reference: it failed a case
+	Case    string         `json:"case,omitempty"`
+	Seed    uint64         `json:"seed,omitempty"`
+	Class   difftest.Class `json:"class,omitempty"` // the check that caught it
+	Message string         `json:"message,omitempty"`
+	Cases   int            `json:"cases"` // cases run
+	Elapsed time.Duration  `json:"elapsed_ns"`
 	// Diagnosis is what Diagnose named on the case that caught the
 	// mutant; DiagnosisNote why it is incomplete, if it is.
 	Diagnosis     []string `json:"diagnosis,omitempty"`
@@ -41,12 +40,14 @@ func (r SelftestRow) OK() bool {
 	if r.Caught == (r.Mutant == "reference") {
 		return false
 	}
-	return !r.Caught || len(r.Expect) == 0 || r.diagnosedAsExpected()
+	return !r.Caught || len(r.Expect) == 0 || r.DiagnosedAsExpected()
 }
 
-func (r SelftestRow) diagnosedAsExpected() bool {
+// DiagnosedAsExpected reports whether the diagnosis of the catching case
+// named one of the names the row expects.
+func (r SelftestRow) DiagnosedAsExpected() bool {
 	for _, e := range r.Expect {
-		if contains(r.Diagnosis, e) {
+		if slices.Contains(r.Diagnosis, e) {
 			return true
 		}
 	}
@@ -55,7 +56,7 @@ func (r SelftestRow) diagnosedAsExpected() bool {
 
 // SelftestConfig configures Selftest.
 type SelftestConfig struct {
-	Suite    *Suite
+	Suite    *difftest.Suite
 	Seed     uint64
 	Timeout  time.Duration // per run
 	Parallel int           // rows run at once; < 1 means 1
@@ -78,7 +79,7 @@ type SelftestSubject struct {
 	Kernel string // the kernel whose cases it runs
 	Name   string // "reference", or the mutant or fault build name
 	Fault  string // one line: what is wrong ("" for the reference)
-	Impl   Impl
+	Impl   difftest.Impl
 	// Diagnose, when set, lists the names (the mutant itself, or a
 	// listed equivalent) one of which Diagnose must name on the case that
 	// caught the subject; a subject diagnosed as nothing or only as others
@@ -94,10 +95,10 @@ type SelftestSubject struct {
 // name is the one to expect).
 func DefaultSelftestSubjects() []SelftestSubject {
 	var subs []SelftestSubject
-	for _, k := range Kernels() {
-		subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: "reference", Impl: ReferenceImpl{}})
+	for _, k := range difftest.Kernels() {
+		subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: "reference", Impl: difftest.ReferenceImpl{}})
 		for _, m := range k.Mutants() {
-			subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: m.Name, Fault: m.Fault, Impl: MutantImpl{Kernel: k.Name(), Mutant: m},
+			subs = append(subs, SelftestSubject{Kernel: k.Name(), Name: m.Name, Fault: m.Fault, Impl: difftest.MutantImpl{Kernel: k.Name(), Mutant: m},
 				Diagnose: []string{m.Name}})
 		}
 	}
@@ -113,8 +114,8 @@ func DefaultSelftestSubjects() []SelftestSubject {
 // *SuiteError or *InternalError that stopped the selftest.
 func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok bool, err error) {
 	type job struct {
-		k    Kernel
-		impl Impl
+		k    difftest.Kernel
+		impl difftest.Impl
 		row  SelftestRow
 	}
 	subjects := cfg.Subjects
@@ -123,12 +124,12 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok b
 	}
 	var jobs []job
 	for _, sub := range subjects {
-		if len(cfg.Kernels) > 0 && !contains(cfg.Kernels, sub.Kernel) {
+		if len(cfg.Kernels) > 0 && !slices.Contains(cfg.Kernels, sub.Kernel) {
 			continue
 		}
-		k, found := LookupKernel(sub.Kernel)
+		k, found := difftest.LookupKernel(sub.Kernel)
 		if !found {
-			return nil, false, &InternalError{Err: fmt.Errorf("selftest subject %s: unknown kernel %q", sub.Name, sub.Kernel)}
+			return nil, false, &difftest.InternalError{Err: fmt.Errorf("selftest subject %s: unknown kernel %q", sub.Name, sub.Kernel)}
 		}
 		jobs = append(jobs, job{k, sub.Impl, SelftestRow{Kernel: sub.Kernel, Mutant: sub.Name, Fault: sub.Fault, Expect: sub.Diagnose}})
 	}
@@ -166,18 +167,18 @@ func Selftest(ctx context.Context, cfg SelftestConfig) (rows []SelftestRow, ok b
 	return rows, ok, nil
 }
 
-func selftestRow(ctx context.Context, cfg SelftestConfig, k Kernel, impl Impl, row SelftestRow) (SelftestRow, error) {
+func selftestRow(ctx context.Context, cfg SelftestConfig, k difftest.Kernel, impl difftest.Impl, row SelftestRow) (SelftestRow, error) {
 	start := time.Now()
-	cr := &CaseRun{Impl: impl, Timeout: cfg.Timeout}
+	cr := &difftest.CaseRun{Impl: impl, Timeout: cfg.Timeout}
 	for i, sc := range cfg.Suite.Cases {
 		if sc.Spec.Kernel != k.Name() {
 			continue
 		}
-		_, c, err := GenerateCase(Item{Index: i, Seed: cfg.Seed, SuiteCase: sc})
+		_, c, err := difftest.GenerateCase(difftest.Item{Index: i, Seed: cfg.Seed, SuiteCase: sc})
 		if err != nil {
 			return row, err
 		}
-		rec := NewRecord(c, impl.Name())
+		rec := difftest.NewRecord(c, impl.Name())
 		out, err := cr.RunCase(ctx, k, c, rec)
 		if err != nil {
 			return row, err
@@ -196,110 +197,9 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k Kernel, impl Impl, r
 	return row, nil
 }
 
-// WriteSelftestTable prints the rows as an aligned table
-//
-//	KERNEL          MUTANT              CAUGHT  CASE                      CHECK     DIAGNOSED AS
-//	topk_transform  reference           passed  (41 cases)                -         -
-//	topk_transform  topk-tie-hole       yes     topk_transform/ties-k     mismatch  topk-tie-hole
-//
-// (DIAGNOSED AS: what Diagnose named on the catching case, "nothing" when
-// it named none, marked "(WRONG)" when the row expects another name),
-// followed by one line per row that is not OK, and a verdict line.
-func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
-	table := [][]string{{"KERNEL", "MUTANT", "CAUGHT", "CASE", "CHECK", "DIAGNOSED AS", "TIME"}}
-	var bad []string
-	caught, mutants, expect, diagnosed := 0, 0, 0, 0
-	for _, r := range rows {
-		status, where, check := "no", fmt.Sprintf("(%d cases)", r.Cases), "-"
-		if r.Mutant == "reference" {
-			status = "passed"
-			if r.Caught {
-				status = "FAILED"
-			}
-		} else {
-			mutants++
-			if r.Caught {
-				status = "yes"
-				caught++
-			} else {
-				status = "NO"
-			}
-		}
-		if len(r.Expect) > 0 && r.Mutant != "reference" {
-			expect++
-			if r.Caught && r.diagnosedAsExpected() {
-				diagnosed++
-			}
-		}
-		diag := "-"
-		if r.Caught {
-			where, check = r.Case, string(r.Class)
-			if r.Mutant != "reference" {
-				diag = strings.Join(r.Diagnosis, ", ")
-				if diag == "" {
-					diag = "nothing"
-				}
-				if len(r.Expect) > 0 && !r.diagnosedAsExpected() {
-					diag += " (WRONG)"
-				}
-			}
-		}
-		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, SafeText(diag), fmtDuration(r.Elapsed)})
-		if !r.OK() {
-			switch {
-			case r.Mutant == "reference":
-				bad = append(bad, fmt.Sprintf("the %s reference fails %s (seed %d): %s: %s", r.Kernel, r.Case, r.Seed, r.Class, SafeLine(r.Message)))
-			case !r.Caught:
-				bad = append(bad, fmt.Sprintf("mutant %s (%s) passed all %d cases of %s", r.Mutant, r.Fault, r.Cases, r.Kernel))
-			default:
-				what := "nothing"
-				if len(r.Diagnosis) > 0 {
-					what = strings.Join(r.Diagnosis, ", ")
-				}
-				if r.DiagnosisNote != "" {
-					what += " (" + r.DiagnosisNote + ")"
-				}
-				bad = append(bad, fmt.Sprintf("mutant %s, caught by %s (seed %d), is diagnosed as %s, not as %s", r.Mutant, r.Case, r.Seed, SafeLine(what), strings.Join(r.Expect, " or ")))
-			}
-		}
-	}
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for j, c := range row {
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
-		}
-	}
-	var b strings.Builder
-	for _, row := range table {
-		var line strings.Builder
-		for j, c := range row {
-			line.WriteString(c)
-			if j < len(row)-1 {
-				line.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
-	}
-	if len(bad) > 0 {
-		b.WriteString("\n")
-		for _, l := range bad {
-			b.WriteString(l + "\n")
-		}
-	}
-	verdict := "selftest passed"
-	if !ok {
-		verdict = "selftest FAILED"
-	}
-	fmt.Fprintf(&b, "\n%s: %d of %d mutants caught, reference %s", verdict, caught, mutants, refWord(rows))
-	if expect > 0 {
-		fmt.Fprintf(&b, "; %d of %d diagnosed as themselves", diagnosed, expect)
-	}
-	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func refWord(rows []SelftestRow) string {
+// RefWord says what the reference did in a selftest: "fails" when a
+// reference row was caught, "passes" otherwise.
+func RefWord(rows []SelftestRow) string {
 	for _, r := range rows {
 		if r.Mutant == "reference" && r.Caught {
 			return "fails"

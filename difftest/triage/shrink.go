@@ -7,13 +7,15 @@
 // smallest K), and a proposal is kept when the implementation still fails
 // it with the same class and the same diagnosis. A shrunk case is a
 // capture: it need not come from any input generator.
-package difftest
+package triage
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"slices"
 	"time"
 )
@@ -30,7 +32,7 @@ type Reduction struct {
 	Key string
 	// Build returns the new case. An error (the proposal does not apply to
 	// this case) skips it without an attempt.
-	Build func() (*Case, error)
+	Build func() (*difftest.Case, error)
 }
 
 // Reducer is an optional interface of a Kernel: what `difftest shrink`
@@ -39,10 +41,10 @@ type Reducer interface {
 	// Reductions lists the proposals for case c, the most promising (the
 	// largest cut) first. Each Build returns a case of the same kernel
 	// whose inputs Validate may reject (the attempt is then not made).
-	Reductions(c *Case) []Reduction
+	Reductions(c *difftest.Case) []Reduction
 	// SizeOf describes c's size in the kernel's terms, e.g. "2 rows × 1025
 	// scores (L ≤ 1025), K 512, P 1024".
-	SizeOf(c *Case) string
+	SizeOf(c *difftest.Case) string
 }
 
 // DefaultShrinkBudget is the total time Shrink spends when ShrinkConfig
@@ -51,7 +53,7 @@ const DefaultShrinkBudget = 5 * time.Minute
 
 // ShrinkConfig configures Shrink.
 type ShrinkConfig struct {
-	Impl    Impl
+	Impl    difftest.Impl
 	Timeout time.Duration // per run of the implementation (each attempt runs it twice); 0 = none
 	Budget  time.Duration // all attempts together; 0 = DefaultShrinkBudget
 	// Log, when set, receives one line per attempt and per kept step.
@@ -59,16 +61,16 @@ type ShrinkConfig struct {
 	// Enough, when set, stops shrinking as soon as the current case is
 	// small enough by the caller's measure (a test's stated bounds), with
 	// the Note "small enough".
-	Enough func(c *Case) bool
+	Enough func(c *difftest.Case) bool
 }
 
 // ShrinkResult is what Shrink found.
 type ShrinkResult struct {
-	Original *Case
-	Shrunk   *Case   // the smallest case found; Original when nothing was kept
-	Record   *Record // the shrunk case's failing record under the implementation
-	Outcome  Outcome // the shrunk case's outputs (for SaveCapture)
-	Class    Class
+	Original *difftest.Case
+	Shrunk   *difftest.Case   // the smallest case found; Original when nothing was kept
+	Record   *difftest.Record // the shrunk case's failing record under the implementation
+	Outcome  difftest.Outcome // the shrunk case's outputs (for SaveCapture)
+	Class    difftest.Class
 	// Diagnosis is the original case's diagnosis, every name of which each
 	// kept step keeps; FinalDiagnosis the shrunk case's full diagnosis (it
 	// may name more: on a small case more faults coincide).
@@ -110,7 +112,7 @@ var ErrNoReducer = errors.New("the kernel cannot shrink its cases")
 // the original case, a *RunError of class Unavailable, or ctx's error on
 // the original case. (An internal error on a proposal skips that
 // proposal: it is logged.)
-func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkResult, error) {
+func Shrink(ctx context.Context, k difftest.Kernel, c *difftest.Case, cfg ShrinkConfig) (*ShrinkResult, error) {
 	start := time.Now()
 	red, ok := k.(Reducer)
 	if !ok {
@@ -126,9 +128,9 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 			cfg.Log(fmt.Sprintf(format, args...))
 		}
 	}
-	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
-	run := func(x *Case) (*Record, Outcome, error) {
-		rec := NewRecord(x, cfg.Impl.Name())
+	cr := &difftest.CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
+	run := func(x *difftest.Case) (*difftest.Record, difftest.Outcome, error) {
+		rec := difftest.NewRecord(x, cfg.Impl.Name())
 		out, err := cr.RunCase(ctx, k, x, rec)
 		return rec, out, err
 	}
@@ -142,7 +144,7 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 	res := &ShrinkResult{Original: c, Shrunk: c, Record: rec, Outcome: out, Class: rec.Class,
 		OriginalSize: red.SizeOf(c), OriginalBytes: inputBytes(c)}
 	res.Diagnosis = Diagnose(ctx, k, c, out.Got, out.Want, 0).Matches
-	logf("original: %s (%d input bytes): %s: %s", res.OriginalSize, res.OriginalBytes, rec.Class, SafeLine(rec.Message))
+	logf("original: %s (%d input bytes): %s: %s", res.OriginalSize, res.OriginalBytes, rec.Class, difftest.SafeLine(rec.Message))
 	if len(res.Diagnosis) > 0 {
 		logf("original diagnosis: %v (every kept step must keep it)", res.Diagnosis)
 	}
@@ -183,23 +185,23 @@ func Shrink(ctx context.Context, k Kernel, c *Case, cfg ShrinkConfig) (*ShrinkRe
 			}
 			seen[d] = true
 			if verr := k.Validate(next); verr != nil {
-				logf("  skip   %s: invalid: %s", r.What, SafeLine(verr.Error()))
+				logf("  skip   %s: invalid: %s", r.What, difftest.SafeLine(verr.Error()))
 				continue
 			}
 			res.Attempts++
 			nrec, nout, rerr := run(next)
 			if rerr != nil {
-				var re *RunError
+				var re *difftest.RunError
 				if ctx.Err() != nil {
 					stopped() // the Note says so; the smallest case so far is returned
 					break
 				}
-				if errors.As(rerr, &re) && re.Class == Unavailable {
+				if errors.As(rerr, &re) && re.Class == difftest.Unavailable {
 					return nil, rerr
 				}
 				// A reference or comparator fault on a reduced case is the
 				// kernel's bug, not this case's: skip the proposal.
-				logf("  error  %s: %s", r.What, SafeLine(rerr.Error()))
+				logf("  error  %s: %s", r.What, difftest.SafeLine(rerr.Error()))
 				continue
 			}
 			why := ""
@@ -271,13 +273,13 @@ func ordinal(list []Reduction, i int) int {
 // caseDigest identifies a case's inputs and params: proposals that
 // change only a parameter (K, a page size, a configuration switch) are new
 // cases too.
-func caseDigest(c *Case) [32]byte {
-	in := InputDigest(c)
-	return sha256.Sum256(append(in[:], MarshalParams(c)...))
+func caseDigest(c *difftest.Case) [32]byte {
+	in := difftest.InputDigest(c)
+	return sha256.Sum256(append(in[:], difftest.MarshalParams(c)...))
 }
 
 // inputBytes is the size of every input tensor of c.
-func inputBytes(c *Case) int {
+func inputBytes(c *difftest.Case) int {
 	n := 0
 	for _, t := range c.Inputs {
 		n += len(t.Data)
@@ -291,7 +293,7 @@ func inputBytes(c *Case) int {
 // inputs embedded in the params (a shrunk case is not any generator's
 // draw).
 type SuiteEntryWriter interface {
-	SuiteEntry(c *Case, name string) (string, error)
+	SuiteEntry(c *difftest.Case, name string) (string, error)
 }
 
 // ErrNoSuiteEntry is wrapped by SuiteEntry's error for a kernel without
@@ -303,8 +305,8 @@ var ErrNoSuiteEntry = errors.New("no suite entry")
 // drawn (GenerateCase), its inputs must have c's digest. Errors wrap
 // ErrNoSuiteEntry when the kernel has no writer; others are internal
 // faults of the writer.
-func SuiteEntry(c *Case, name string) (string, error) {
-	k, ok := LookupKernel(c.Kernel)
+func SuiteEntry(c *difftest.Case, name string) (string, error) {
+	k, ok := difftest.LookupKernel(c.Kernel)
 	if !ok {
 		return "", fmt.Errorf("%w: unknown kernel %q", ErrNoSuiteEntry, c.Kernel)
 	}
@@ -316,19 +318,19 @@ func SuiteEntry(c *Case, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cases, err := ParseSuite(name+".toml", []byte(entry))
+	cases, err := suite.ParseSuite(name+".toml", []byte(entry))
 	if err != nil {
-		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not parse: %w", err)}
+		return "", &difftest.InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not parse: %w", err)}
 	}
 	if len(cases) != 1 {
-		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry holds %d cases", len(cases))}
+		return "", &difftest.InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry holds %d cases", len(cases))}
 	}
-	_, back, err := GenerateCase(Item{Seed: c.Seed, SuiteCase: cases[0]})
+	_, back, err := difftest.GenerateCase(difftest.Item{Seed: c.Seed, SuiteCase: cases[0]})
 	if err != nil {
-		return "", &InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not draw: %w", err)}
+		return "", &difftest.InternalError{Case: c.ID, Err: fmt.Errorf("the suite entry does not draw: %w", err)}
 	}
-	if InputDigest(back) != InputDigest(c) {
-		return "", &InternalError{Case: c.ID, Err: errors.New("the suite entry draws other inputs than the case")}
+	if difftest.InputDigest(back) != difftest.InputDigest(c) {
+		return "", &difftest.InternalError{Case: c.ID, Err: errors.New("the suite entry draws other inputs than the case")}
 	}
 	return entry, nil
 }

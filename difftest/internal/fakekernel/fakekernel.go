@@ -3,52 +3,61 @@
 // at slot out_loc[i] (−1 = no write). It has the shape of the real
 // contracts (a fully written output, an InOut output with owned and
 // untouched bytes, input validation) in a few lines, and three mutants.
-package difftest
+//
+// Package fakekernel registers it (importing the package is enough); the
+// tests of difftest and of the packages beside it share it.
+package fakekernel
 
 import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-type fakeParams struct {
+// Params are fake_scatter's parameters: n elements of x, slots 4-byte
+// slots of the cache.
+type Params struct {
 	N     int `json:"n"`
 	Slots int `json:"slots"`
 }
 
-type fakeKernel struct{}
+// Kernel is the fake_scatter contract (difftest.Kernel).
+type Kernel struct{}
 
-const fakeName = "fake_scatter"
+// Name is the kernel's registered name.
+const Name = "fake_scatter"
 
-func init() { RegisterKernel(fakeKernel{}) }
+func init() { difftest.RegisterKernel(Kernel{}) }
 
-func (fakeKernel) Name() string       { return fakeName }
-func (fakeKernel) Families() []string { return []string{"ramp", "random"} }
+func (Kernel) Name() string       { return Name }
+func (Kernel) Families() []string { return []string{"ramp", "random"} }
 
-func fakeOutputs(p fakeParams) []OutputSpec {
-	return []OutputSpec{
-		{Name: "y", DType: I32, Shape: []int{p.N}},
-		{Name: "cache", DType: U8, Shape: []int{4 * p.Slots}, InOut: true},
+// Outputs returns the output specs of a case: y i32[n], cache u8[4·slots] (InOut).
+func Outputs(p Params) []difftest.OutputSpec {
+	return []difftest.OutputSpec{
+		{Name: "y", DType: difftest.I32, Shape: []int{p.N}},
+		{Name: "cache", DType: difftest.U8, Shape: []int{4 * p.Slots}, InOut: true},
 	}
 }
 
-// newFakeCase builds a case from explicit values (tests of single rules).
-func newFakeCase(name string, x []int32, loc []int64, slots int) *Case {
-	p := fakeParams{N: len(x), Slots: slots}
-	xt := MustTensor("x", I32, len(x))
-	lt := MustTensor("out_loc", I64, len(loc))
+// NewCase builds a case from explicit values (tests of single rules).
+func NewCase(name string, x []int32, loc []int64, slots int) *difftest.Case {
+	p := Params{N: len(x), Slots: slots}
+	xt := difftest.MustTensor("x", difftest.I32, len(x))
+	lt := difftest.MustTensor("out_loc", difftest.I64, len(loc))
 	for i := range x {
 		xt.SetI32(i, x[i])
 	}
 	for i := range loc {
 		lt.SetI64(i, loc[i])
 	}
-	return &Case{ID: fakeName + "/" + name, Kernel: fakeName, Family: "ramp", Params: p, Inputs: []*Tensor{xt, lt}, Outputs: fakeOutputs(p)}
+	return &difftest.Case{ID: Name + "/" + name, Kernel: Name, Family: "ramp", Params: p, Inputs: []*difftest.Tensor{xt, lt}, Outputs: Outputs(p)}
 }
 
-func (fakeKernel) NewCase(spec CaseSpec, seed, key uint64) (*Case, error) {
-	pr := NewParams(spec.ID(), spec.Params)
+func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
+	pr := difftest.NewParams(spec.ID(), spec.Params)
 	n := pr.Int("n", 8)
 	slots := pr.Int("slots", n)
 	invalid := pr.Bool("invalid", false) // draws an out_loc past the cache, to test rejection
@@ -80,53 +89,55 @@ func (fakeKernel) NewCase(spec CaseSpec, seed, key uint64) (*Case, error) {
 	if invalid {
 		loc[0] = int64(slots)
 	}
-	c := newFakeCase(spec.Name, x, loc, slots)
+	c := NewCase(spec.Name, x, loc, slots)
 	c.Family, c.Seed, c.Key = spec.Family, seed, key
 	return c, nil
 }
 
-func (fakeKernel) FromTensors(id string, params json.RawMessage, ts map[string]*Tensor) (*Case, error) {
-	var p fakeParams
+func (Kernel) FromTensors(id string, params json.RawMessage, ts map[string]*difftest.Tensor) (*difftest.Case, error) {
+	var p Params
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"x", "out_loc"} {
 		if ts[name] == nil {
-			return nil, &InputError{Tensor: name, Rule: "missing"}
+			return nil, &difftest.InputError{Tensor: name, Rule: "missing"}
 		}
 	}
 	// Dtype and shape only (Kernel.FromTensors): Data is not read yet.
-	if err := ts["x"].CheckShape(I32, p.N); err != nil {
+	if err := ts["x"].CheckShape(difftest.I32, p.N); err != nil {
 		return nil, err
 	}
-	if err := ts["out_loc"].CheckShape(I64, p.N); err != nil {
+	if err := ts["out_loc"].CheckShape(difftest.I64, p.N); err != nil {
 		return nil, err
 	}
-	return &Case{ID: id, Kernel: fakeName, Params: p, Inputs: []*Tensor{ts["x"], ts["out_loc"]}, Outputs: fakeOutputs(p)}, nil
+	return &difftest.Case{ID: id, Kernel: Name, Params: p, Inputs: []*difftest.Tensor{ts["x"], ts["out_loc"]}, Outputs: Outputs(p)}, nil
 }
 
-func (fakeKernel) Validate(c *Case) error {
-	p := c.Params.(fakeParams)
+func (Kernel) Validate(c *difftest.Case) error {
+	p := c.Params.(Params)
 	x, loc := c.Input("x"), c.Input("out_loc")
 	if x.Len() != p.N || loc.Len() != p.N {
-		return Inputf("out_loc", nil, "must have n=%d elements, got %d", p.N, loc.Len())
+		return difftest.Inputf("out_loc", nil, "must have n=%d elements, got %d", p.N, loc.Len())
 	}
 	seen := map[int64]int{}
 	for i := 0; i < p.N; i++ {
 		v := loc.I64(i)
 		if v < -1 || v >= int64(p.Slots) {
-			return Inputf("out_loc", []int{i}, "must be −1 or in [0, %d), got %d", p.Slots, v)
+			return difftest.Inputf("out_loc", []int{i}, "must be −1 or in [0, %d), got %d", p.Slots, v)
 		}
 		if j, dup := seen[v]; dup && v >= 0 {
-			return Inputf("out_loc", []int{i}, "duplicates out_loc[%d] = %d", j, v)
+			return difftest.Inputf("out_loc", []int{i}, "duplicates out_loc[%d] = %d", j, v)
 		}
 		seen[v] = i
 	}
 	return nil
 }
 
-func fakeRun(c *Case, outs []*Tensor, fault string) error {
-	p := c.Params.(fakeParams)
+// Run computes the outputs of c into outs, with the named mutant's fault
+// ("" for the reference).
+func Run(c *difftest.Case, outs []*difftest.Tensor, fault string) error {
+	p := c.Params.(Params)
 	x, loc := c.Input("x"), c.Input("out_loc")
 	y, cache := outs[0], outs[1]
 	for i := 0; i < p.N; i++ {
@@ -150,21 +161,21 @@ func fakeRun(c *Case, outs []*Tensor, fault string) error {
 	return nil
 }
 
-func (fakeKernel) Reference(c *Case, outs []*Tensor) error { return fakeRun(c, outs, "") }
+func (Kernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error { return Run(c, outs, "") }
 
-func (fakeKernel) Written(c *Case) [][]Range {
-	p := c.Params.(fakeParams)
+func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
+	p := c.Params.(Params)
 	loc := c.Input("out_loc")
-	var cache []Range
+	var cache []difftest.Range
 	for i := 0; i < p.N; i++ {
 		if s := loc.I64(i); s >= 0 {
-			cache = append(cache, Range{Off: 4 * int(s), Len: 4})
+			cache = append(cache, difftest.Range{Off: 4 * int(s), Len: 4})
 		}
 	}
-	return [][]Range{{{Off: 0, Len: 4 * p.N}}, cache}
+	return [][]difftest.Range{{{Off: 0, Len: 4 * p.N}}, cache}
 }
 
-func (k fakeKernel) Equivalent(c *Case, a, b []*Tensor) error {
+func (k Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 	for o, rs := range k.Written(c) {
 		for _, r := range rs {
 			for i := r.Off; i < r.Off+r.Len; i++ {
@@ -177,8 +188,8 @@ func (k fakeKernel) Equivalent(c *Case, a, b []*Tensor) error {
 	return nil
 }
 
-func (k fakeKernel) Check(c *Case, got, want []*Tensor) Result {
-	var res Result
+func (k Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
+	var res difftest.Result
 	bad, total := 0, 0
 	for o, rs := range k.Written(c) {
 		for _, r := range rs {
@@ -187,9 +198,9 @@ func (k fakeKernel) Check(c *Case, got, want []*Tensor) Result {
 				g, w := got[o].I32(i/4), want[o].I32(i/4)
 				if g != w {
 					if bad == 0 {
-						res.Class = Mismatch
+						res.Class = difftest.Mismatch
 						res.Message = fmt.Sprintf("%s[%d]: got %d, want %d", got[o].Name, i/4, g, w)
-						res.Worst = append(res.Worst, Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w), Ratio: RatioOf(1)})
+						res.Worst = append(res.Worst, difftest.Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w), Ratio: difftest.RatioOf(1)})
 					}
 					bad++
 				}
@@ -200,11 +211,11 @@ func (k fakeKernel) Check(c *Case, got, want []*Tensor) Result {
 	return res
 }
 
-func (fakeKernel) Mutants() []Mutant {
-	m := func(name, fault string) Mutant {
-		return Mutant{Name: "fake-" + name, Fault: fault, Run: func(c *Case, outs []*Tensor) error { return fakeRun(c, outs, name) }}
+func (Kernel) Mutants() []difftest.Mutant {
+	m := func(name, fault string) difftest.Mutant {
+		return difftest.Mutant{Name: "fake-" + name, Fault: fault, Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return Run(c, outs, name) }}
 	}
-	return []Mutant{
+	return []difftest.Mutant{
 		m("off-by-one", "the last element is one too large"),
 		m("skip-last", "the last element of y is never written"),
 		m("write-negative", "a token with out_loc −1 is written to the last slot"),

@@ -183,7 +183,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	if c, ok := difftest.LookupCommand(name); ok {
+	if c, ok := LookupCommand(name); ok {
 		return c.Run(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "difftest: unknown command %q (see difftest help)\n", name)
@@ -197,7 +197,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		lines = append(lines, [2]string{c.usage, c.summary})
 	}
-	for _, c := range difftest.Commands() {
+	for _, c := range Commands() {
 		if !c.Hidden {
 			u := c.Usage
 			if u == "" {

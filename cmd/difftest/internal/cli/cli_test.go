@@ -40,11 +40,11 @@ func init() {
 	})
 	difftest.RegisterImpl("test-panics", func(difftest.ImplOptions) (difftest.Impl, error) { return panicImpl{}, nil })
 	difftest.RegisterImpl("test-device-lost", func(difftest.ImplOptions) (difftest.Impl, error) { return goneImpl{}, nil })
-	difftest.RegisterCommand(difftest.Command{Name: "test-harness-panic", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int {
+	RegisterCommand(Command{Name: "test-harness-panic", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int {
 		panic("nil map write in the harness")
 	}})
-	difftest.RegisterCommand(difftest.Command{Name: "test-exit-255", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int { return 255 }})
-	difftest.RegisterCommand(difftest.Command{Name: "test-echo", Summary: "prints its arguments", Run: func(_ context.Context, args []string, stdout, _ io.Writer) int {
+	RegisterCommand(Command{Name: "test-exit-255", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int { return 255 }})
+	RegisterCommand(Command{Name: "test-echo", Summary: "prints its arguments", Run: func(_ context.Context, args []string, stdout, _ io.Writer) int {
 		fmt.Fprintln(stdout, strings.Join(args, " "))
 		return 0
 	}})

@@ -2,10 +2,13 @@
 // comparisons: one row per case, the center with its ± interval, the
 // ratio to the baseline with its interval and "~" where the U test finds
 // no difference, footnotes for warnings, a geomean row.
-package difftest
+package render
 
 import (
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 	"io"
 	"math"
 	"strings"
@@ -24,7 +27,7 @@ const EmulatedTimesNote = "times are the CPU emulator's: meaningless as GPU perf
 // floor; with a baseline, both medians, new/base with its 95 % interval,
 // the change or "~", p and the run counts), a geomean row, the failures
 // with their messages, and the warnings as numbered footnotes.
-func WriteBenchTable(w io.Writer, rep *BenchReport) error {
+func WriteBenchTable(w io.Writer, rep *bench.BenchReport) error {
 	var b strings.Builder
 	b.WriteString(BenchMethodLine(rep) + "\n")
 	if bw := rep.Bandwidth; bw != nil {
@@ -42,11 +45,11 @@ func WriteBenchTable(w io.Writer, rep *BenchReport) error {
 	rows := [][]string{header}
 	notes := &footnotes{index: map[string]int{}}
 	var marks []string
-	var failed []*BenchResult
+	var failed []*bench.BenchResult
 	for _, r := range rep.Results {
 		var ms []string
 		for _, wn := range r.Warnings {
-			ms = append(ms, notes.mark(SafeLine(wn)))
+			ms = append(ms, notes.mark(difftest.SafeLine(wn)))
 		}
 		marks = append(marks, strings.Join(ms, ""))
 		if r.Failed() {
@@ -83,8 +86,8 @@ func WriteBenchTable(w io.Writer, rep *BenchReport) error {
 		b.WriteString("\nfailures:\n")
 		for _, r := range failed {
 			for _, br := range r.Builds {
-				if br.Verdict == VerdictFail {
-					fmt.Fprintf(&b, "  %s [%s]: %s: %s\n", SafeText(r.Case), SafeText(br.Name), SafeText(string(br.Class)), SafeLine(br.Message))
+				if br.Verdict == difftest.VerdictFail {
+					fmt.Fprintf(&b, "  %s [%s]: %s: %s\n", difftest.SafeText(r.Case), difftest.SafeText(br.Name), difftest.SafeText(string(br.Class)), difftest.SafeLine(br.Message))
 				}
 			}
 		}
@@ -104,19 +107,19 @@ func WriteBenchTable(w io.Writer, rep *BenchReport) error {
 }
 
 // BenchMethodLine is the one-line account of how rep's times were taken.
-func BenchMethodLine(rep *BenchReport) string {
+func BenchMethodLine(rep *bench.BenchReport) string {
 	m := rep.Method
-	parts := []string{"suite " + SafeText(rep.Suite), "impl " + SafeText(rep.Impl)}
+	parts := []string{"suite " + difftest.SafeText(rep.Suite), "impl " + difftest.SafeText(rep.Impl)}
 	if rep.Baseline != "" {
-		parts = append(parts, "baseline "+SafeText(rep.Baseline))
+		parts = append(parts, "baseline "+difftest.SafeText(rep.Baseline))
 	}
-	if d := rep.Properties[PropDevice]; d != "" {
-		parts = append(parts, "device "+SafeText(d))
+	if d := rep.Properties[difftest.PropDevice]; d != "" {
+		parts = append(parts, "device "+difftest.SafeText(d))
 	}
 	switch {
 	case m.Timer != "cuda-events":
 		parts = append(parts, "times the implementation reports (L2 not controlled)")
-	case m.Cold == ColdRotate:
+	case m.Cold == bench.ColdRotate:
 		parts = append(parts, fmt.Sprintf("cold L2: rotating input copies (L2 %s), CUDA events", fmtBytes(m.L2Bytes)))
 	default:
 		parts = append(parts, fmt.Sprintf("cold L2: %s written before each run (L2 %s), CUDA events", fmtBytes(m.FlushBytes), fmtBytes(m.L2Bytes)))
@@ -125,7 +128,7 @@ func BenchMethodLine(rep *BenchReport) string {
 	return "bench: " + strings.Join(parts, ", ")
 }
 
-func timedCount(rep *BenchReport) int {
+func timedCount(rep *bench.BenchReport) int {
 	n := 0
 	for _, r := range rep.Results {
 		if len(r.Builds) > 0 && r.Builds[0].Stats != nil {
@@ -136,8 +139,8 @@ func timedCount(rep *BenchReport) int {
 }
 
 // benchCells formats one result row.
-func benchCells(r *BenchResult, ab bool) []string {
-	id := SafeText(r.Case)
+func benchCells(r *bench.BenchResult, ab bool) []string {
+	id := difftest.SafeText(r.Case)
 	dash := func(n int) []string {
 		out := make([]string, n)
 		for i := range out {
@@ -169,7 +172,7 @@ func benchCells(r *BenchResult, ab bool) []string {
 
 // centerCell is "12.31µs ±2%": the median and the larger distance from it
 // to an end of its 95 % interval, in percent (benchstat's ±).
-func centerCell(s *Stats) string {
+func centerCell(s *stats.Stats) string {
 	if s.MedianLo == 0 && s.MedianHi == 0 || s.Median <= 0 {
 		return fmtKernelTime(s.Median) + " ±?"
 	}

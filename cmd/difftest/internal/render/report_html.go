@@ -7,12 +7,16 @@
 // Every string from a report file goes through html/template's escaping;
 // figures are embedded as data: URIs of <img> elements, where an SVG's
 // scripts never run.
-package difftest
+package render
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"html/template"
 	"io"
 	"math"
@@ -24,8 +28,8 @@ import (
 // HTMLReport is what WriteHTML renders.
 type HTMLReport struct {
 	Title   string
-	Runs    []*Report      // from ReadJSONL (run --json, or merge)
-	Benches []*BenchReport // from ReadBenchReport
+	Runs    []*report.Report     // from ReadJSONL (run --json, or merge)
+	Benches []*bench.BenchReport // from ReadBenchReport
 	// Diagnoses maps a run's index in Runs and a record's index to the
 	// "diagnosis" its JSON line carried, when it has one (RawDiagnoses).
 	Diagnoses map[[2]int]string
@@ -43,16 +47,16 @@ type Figure struct {
 
 // ReadBenchReport decodes the JSON a `difftest bench --json` run wrote; a
 // document of another type or a newer version is an error naming name.
-func ReadBenchReport(name string, data []byte) (*BenchReport, error) {
-	var rep BenchReport
+func ReadBenchReport(name string, data []byte) (*bench.BenchReport, error) {
+	var rep bench.BenchReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if rep.Type != "bench" {
 		return nil, fmt.Errorf("%s: type %q, want a bench report (difftest bench --json)", name, rep.Type)
 	}
-	if rep.Version > BenchReportVersion {
-		return nil, fmt.Errorf("%s: bench report version %d, newer than this difftest reads (%d)", name, rep.Version, BenchReportVersion)
+	if rep.Version > bench.BenchReportVersion {
+		return nil, fmt.Errorf("%s: bench report version %d, newer than this difftest reads (%d)", name, rep.Version, bench.BenchReportVersion)
 	}
 	return &rep, nil
 }
@@ -95,11 +99,11 @@ func WriteHTML(w io.Writer, r *HTMLReport) error {
 }
 
 var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
-	"summary":    func(rep *Report) Summary { return reportSummary(rep) },
-	"sumline":    func(rep *Report) string { return SummaryLine(reportSummary(rep)) },
-	"failures":   func(rep *Report) []*Record { return failedRecords(rep) },
+	"summary":    func(rep *report.Report) difftest.Summary { return reportSummary(rep) },
+	"sumline":    func(rep *report.Report) string { return SummaryLine(reportSummary(rep)) },
+	"failures":   func(rep *report.Report) []*difftest.Record { return failedRecords(rep) },
 	"histograms": kernelHistograms,
-	"diag": func(r *HTMLReport, run int, rec *Record, recs []*Record) string {
+	"diag": func(r *HTMLReport, run int, rec *difftest.Record, recs []*difftest.Record) string {
 		for i, x := range recs {
 			if x == rec {
 				return r.Diagnoses[[2]int{run, i}]
@@ -107,7 +111,7 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return ""
 	},
-	"ratio": func(e Element) string {
+	"ratio": func(e difftest.Element) string {
 		if e.Ratio == nil {
 			return "exact"
 		}
@@ -118,7 +122,7 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"bytes":    bytesCell,
 	"gbps":     gbpsCell,
 	"pct":      pctCell,
-	"center":   func(s *Stats) string { return centerCell(s) },
+	"center":   func(s *stats.Stats) string { return centerCell(s) },
 	"bar":      pctBar,
 	"method":   BenchMethodLine,
 	"emunote":  func() string { return EmulatedTimesNote },
@@ -126,16 +130,16 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"delta":    deltaCell,
 	"figure":   figureURI,
 	"timedn":   timedCount,
-	"nfailed":  func(b *BenchReport) int { return b.Failed() },
-	"prop":     func(h Header, k string) string { return h.Properties[k] },
+	"nfailed":  func(b *bench.BenchReport) int { return b.Failed() },
+	"prop":     func(h difftest.Header, k string) string { return h.Properties[k] },
 	"datetime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(htmlTemplate))
 
-func reportSummary(rep *Report) Summary {
+func reportSummary(rep *report.Report) difftest.Summary {
 	if rep.Summary != nil {
 		return *rep.Summary
 	}
-	var s Summary
+	var s difftest.Summary
 	for _, r := range rep.Records {
 		s.Add(r)
 	}
@@ -143,8 +147,8 @@ func reportSummary(rep *Report) Summary {
 	return s
 }
 
-func failedRecords(rep *Report) []*Record {
-	var out []*Record
+func failedRecords(rep *report.Report) []*difftest.Record {
+	var out []*difftest.Record
 	for _, r := range rep.Records {
 		if r.Failed() {
 			out = append(out, r)
@@ -153,7 +157,7 @@ func failedRecords(rep *Report) []*Record {
 	return out
 }
 
-func deltaCell(c *Comparison) string {
+func deltaCell(c *stats.Comparison) string {
 	if c == nil {
 		return "-"
 	}
@@ -206,7 +210,7 @@ func distanceMetric(name string) (ratio, ok bool) {
 // distance metric its records carry (max_ulp, max_code_distance: one
 // count per case; max_ratio: the case's worst |d| / allowed) and one of
 // the tolerance ratios of the worst elements of every case.
-func kernelHistograms(runs []*Report) []Histogram {
+func kernelHistograms(runs []*report.Report) []Histogram {
 	type key struct{ kernel, metric string }
 	values := map[key][]float64{}
 	var keys []key

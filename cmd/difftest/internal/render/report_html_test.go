@@ -1,4 +1,4 @@
-package difftest
+package render
 
 import (
 	"html/template"

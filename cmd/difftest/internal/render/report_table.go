@@ -1,10 +1,13 @@
 // The human report: one aligned line per case, the failures with their
 // replay commands, numbered footnotes for warnings (as benchstat prints
 // them), and a summary line.
-package difftest
+package render
 
 import (
 	"fmt"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"io"
 	"sort"
 	"strings"
@@ -16,32 +19,32 @@ import (
 // (when seeds is set), class (or "-"), key metric (or "-") and time. Text
 // that comes from the record (a case id read back from a capture or a
 // report file) is escaped with SafeText.
-func tableCells(r *Record, seeds, devices bool) []string {
+func tableCells(r *difftest.Record, seeds, devices bool) []string {
 	status, class := "ok", "-"
 	switch {
 	case r.Failed():
 		status, class = "FAIL", string(r.Class)
-	case r.Verdict == VerdictSkip:
+	case r.Verdict == difftest.VerdictSkip:
 		status, class = "skip", string(r.Class)
 	}
 	metric := r.KeyMetric
 	if metric == "" {
 		metric = "-"
 	}
-	cells := []string{status, SafeText(r.Case)}
+	cells := []string{status, difftest.SafeText(r.Case)}
 	if seeds {
 		cells = append(cells, fmt.Sprint(r.Seed))
 	}
 	if devices {
-		cells = append(cells, SafeText(r.Device))
+		cells = append(cells, difftest.SafeText(r.Device))
 	}
-	return append(cells, SafeText(class), SafeText(metric), caseTime(r))
+	return append(cells, difftest.SafeText(class), difftest.SafeText(metric), caseTime(r))
 }
 
 // manySeeds reports whether the records ran under more than one seed
 // (--repeat, or a merged report of such a run): then the table needs a
 // SEED column to tell the rows of one case apart.
-func manySeeds(recs []*Record) bool {
+func manySeeds(recs []*difftest.Record) bool {
 	for _, r := range recs[min(1, len(recs)):] {
 		if r.Seed != recs[0].Seed {
 			return true
@@ -53,8 +56,8 @@ func manySeeds(recs []*Record) bool {
 // worstLine formats one worst element of a failure. The ratio |d| /
 // allowed is printed only for an element compared within a tolerance
 // (Element.Ratio set); an exactly compared one has none to print.
-func worstLine(e Element) string {
-	line := fmt.Sprintf("worst %s%s: got %s, want %s", SafeText(e.Tensor), SafeText(e.Index), SafeText(e.Got), SafeText(e.Want))
+func worstLine(e difftest.Element) string {
+	line := fmt.Sprintf("worst %s%s: got %s, want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
 	if e.Ratio != nil {
 		line += fmt.Sprintf(" (ratio %.3g)", *e.Ratio)
 	}
@@ -63,7 +66,7 @@ func worstLine(e Element) string {
 
 // caseTime is the kernel time when the implementation measured it, else
 // the case's wall time marked "~" (see the footnote WriteTable adds).
-func caseTime(r *Record) string {
+func caseTime(r *difftest.Record) string {
 	if r.KernelTime > 0 {
 		return fmtDuration(r.KernelTime)
 	}
@@ -99,7 +102,7 @@ func fmtDuration(d time.Duration) string {
 // write (case ids, messages that quote an exec program's stderr, warnings,
 // paths) is escaped with SafeText, so it can neither break the table nor
 // drive the terminal.
-func WriteTable(w io.Writer, rep *Report) error {
+func WriteTable(w io.Writer, rep *report.Report) error {
 	seeds := manySeeds(rep.Records)
 	devices := false
 	for _, r := range rep.Records {
@@ -121,7 +124,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		rows = append(rows, tableCells(r, seeds, devices))
 		var ms []string
 		for _, wn := range r.Warnings {
-			ms = append(ms, notes.mark(SafeLine(wn)))
+			ms = append(ms, notes.mark(difftest.SafeLine(wn)))
 		}
 		if r.KernelTime == 0 {
 			wall = true
@@ -150,7 +153,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
 
-	var failed []*Record
+	var failed []*difftest.Record
 	for _, r := range rep.Records {
 		if r.Failed() {
 			failed = append(failed, r)
@@ -159,18 +162,18 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if len(failed) > 0 {
 		b.WriteString("\nfailures:\n")
 		for _, r := range failed {
-			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", SafeText(r.Case), r.Seed, SafeText(string(r.Class)), SafeLine(r.Message))
-			for _, l := range DiagnosisLines(r) {
+			fmt.Fprintf(&b, "  %s (seed %d): %s: %s\n", difftest.SafeText(r.Case), r.Seed, difftest.SafeText(string(r.Class)), difftest.SafeLine(r.Message))
+			for _, l := range triage.DiagnosisLines(r) {
 				fmt.Fprintf(&b, "    %s\n", l)
 			}
 			for _, e := range r.Worst {
 				fmt.Fprintf(&b, "    %s\n", worstLine(e))
 			}
 			if r.Replay != "" {
-				fmt.Fprintf(&b, "    replay: %s\n", SafeText(r.Replay))
+				fmt.Fprintf(&b, "    replay: %s\n", difftest.SafeText(r.Replay))
 			}
 			if r.Capture != "" {
-				fmt.Fprintf(&b, "    replay: %s\n", SafeText(ReplayCaptureCommand(r)))
+				fmt.Fprintf(&b, "    replay: %s\n", difftest.SafeText(report.ReplayCaptureCommand(r)))
 			}
 		}
 	}
@@ -185,14 +188,14 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	sum := rep.Summary
 	if sum == nil {
-		sum = &Summary{}
+		sum = &difftest.Summary{}
 		for _, r := range rep.Records {
 			sum.Add(r)
 		}
 		sum.Aborted = "the report ends before its summary"
 	}
-	if e := rep.Header.Properties[PropEmulated]; e != "" {
-		b.WriteString("\nemulated: " + SafeText(e) + "\n")
+	if e := rep.Header.Properties[difftest.PropEmulated]; e != "" {
+		b.WriteString("\nemulated: " + difftest.SafeText(e) + "\n")
 	}
 	b.WriteString("\n" + SummaryLine(*sum) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -202,7 +205,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 // SummaryLine renders "N passed, M failed (mismatch 2, guard 1) in 3.20s",
 // with "; stopped early: WHY" when the run was cut short. Class names and
 // WHY, which a report file read back may carry, are escaped (SafeText).
-func SummaryLine(s Summary) string {
+func SummaryLine(s difftest.Summary) string {
 	line := fmt.Sprintf("%d passed, %d failed", s.Passed, s.Failed)
 	if s.Skipped > 0 {
 		line += fmt.Sprintf(", %d not tested", s.Skipped)
@@ -213,7 +216,7 @@ func SummaryLine(s Summary) string {
 			classes = append(classes, string(c))
 		}
 		sort.Slice(classes, func(i, j int) bool {
-			ci, cj := s.Classes[Class(classes[i])], s.Classes[Class(classes[j])]
+			ci, cj := s.Classes[difftest.Class(classes[i])], s.Classes[difftest.Class(classes[j])]
 			if ci != cj {
 				return ci > cj
 			}
@@ -221,7 +224,7 @@ func SummaryLine(s Summary) string {
 		})
 		parts := make([]string, len(classes))
 		for i, c := range classes {
-			parts[i] = fmt.Sprintf("%s %d", SafeText(c), s.Classes[Class(c)])
+			parts[i] = fmt.Sprintf("%s %d", difftest.SafeText(c), s.Classes[difftest.Class(c)])
 		}
 		line += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -229,7 +232,7 @@ func SummaryLine(s Summary) string {
 		line += " in " + fmtDuration(s.Elapsed)
 	}
 	if s.Aborted != "" {
-		line += "; stopped early: " + SafeLine(s.Aborted)
+		line += "; stopped early: " + difftest.SafeLine(s.Aborted)
 	}
 	return line
 }
