@@ -18,7 +18,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"io"
 	"io/fs"
 	"os"
@@ -30,6 +29,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // ExecStderrTail is how many trailing bytes of an exec program's stderr a

@@ -28,8 +28,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"golang.org/x/sys/unix"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // Limits of the serve protocol.

@@ -5,10 +5,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // Merge joins the reports of the shards of one run; see MergeNamed. Its

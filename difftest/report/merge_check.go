@@ -5,12 +5,13 @@ package report
 
 import (
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // SelectionOf returns what a report header records for `difftest merge`

@@ -9,10 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // JSONLWriter streams a report as JSON Lines.

@@ -6,11 +6,12 @@ package suite
 
 import (
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // LoadCaptureDir makes a suite of the capture files (*.safetensors) of

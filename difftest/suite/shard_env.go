@@ -6,9 +6,10 @@ package suite
 import (
 	"errors"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"strconv"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // Environment variables ShardFromEnv reads.

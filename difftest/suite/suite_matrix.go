@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 

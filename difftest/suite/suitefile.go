@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/BurntSushi/toml"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 

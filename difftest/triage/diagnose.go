@@ -14,10 +14,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // Variant is a named semantic variant of a kernel: an implementation that

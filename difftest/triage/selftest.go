@@ -5,10 +5,11 @@ package triage
 import (
 	"context"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // SelftestRow is one line of the selftest: a mutant (or the reference)

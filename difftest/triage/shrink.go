@@ -14,10 +14,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"slices"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // Reduction is one proposed smaller or simpler version of a case.

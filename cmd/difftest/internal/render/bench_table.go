@@ -6,14 +6,15 @@ package render
 
 import (
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/bench"
-	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 	"io"
 	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 )
 
 // EmulatedTimesNote is printed (and shown in the HTML report) above the

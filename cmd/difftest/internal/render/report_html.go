@@ -13,16 +13,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/bench"
-	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
-	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"html/template"
 	"io"
 	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // HTMLReport is what WriteHTML renders.

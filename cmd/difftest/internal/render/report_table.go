@@ -5,14 +5,15 @@ package render
 
 import (
 	"fmt"
-	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/report"
-	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"io"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // tableCells formats the cells of one record: status, case id, seed
