@@ -14,7 +14,7 @@ import (
 // NAME:", and that the visible ones give `difftest help` a synopsis with
 // their flags.
 func TestCommandHelp(t *testing.T) {
-	for _, name := range []string{"info", "gpu-selftest", workerCommand} {
+	for _, name := range []string{"info", "gpu-selftest", WorkerCommand} {
 		c, ok := difftest.LookupCommand(name)
 		if !ok {
 			t.Fatalf("command %s is not registered", name)

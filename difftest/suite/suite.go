@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -241,4 +242,23 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Resolve resolves a --suite value, for every subcommand that takes one:
+// a folder is a suite of capture files (LoadCaptureDir); a value with a
+// path separator or a .toml suffix, or an existing file, is a TOML suite
+// file (LoadSuiteFile); anything else names a suite of embedded, the
+// folders of *.toml files in an fs.FS (LoadSuiteFS; the CLI passes
+// fixtures.Suites()).
+func Resolve(name string, embedded fs.FS) (*difftest.Suite, error) {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return LoadCaptureDir(name)
+	}
+	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
+		return LoadSuiteFile(name)
+	}
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
+		return LoadSuiteFile(name)
+	}
+	return LoadSuiteFS(embedded, name)
 }

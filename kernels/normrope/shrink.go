@@ -1,4 +1,4 @@
-// Reductions of a norm_rope_store case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer tokens, x without row padding, positions
+// Reductions of a norm_rope_store case for `difftest shrink` (docs/failures.md, triage.Reducer): fewer tokens, x without row padding, positions
 // and freqs rows renumbered densely (or all at position 0), slots
 // renumbered densely into the fewest pages (or one page), a smaller page
 // size, a simpler configuration (no Hadamard, RMSNorm), simpler values
@@ -14,9 +14,10 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
-var _ difftest.Reducer = Kernel{}
+var _ triage.Reducer = Kernel{}
 
 // shrinkModel is a case being shrunk, unpacked.
 type shrinkModel struct {
@@ -114,7 +115,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 }
 
 // SizeOf describes a case's size: "N tokens (W written), P p, num_pages
-// n, max_pos m, x_stride s, config" (difftest.Reducer).
+// n, max_pos m, x_stride s, config" (triage.Reducer).
 func (Kernel) SizeOf(c *difftest.Case) string {
 	p, err := paramsOf(c)
 	x, loc, fr := c.Input(NameX), c.Input(NameOutLoc), c.Input(NameFreqs)
@@ -135,7 +136,7 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 		x.Shape[0], written, p.PageSize, p.NumPages, fr.Shape[0], x.Shape[1], p.Norm, p.RopeStyle, p.RopeOffset, had, p.Store, p.ScaleFmt)
 }
 
-// Reductions lists the proposals for c (difftest.Reducer), in order:
+// Reductions lists the proposals for c (triage.Reducer), in order:
 // drop token chunks (halving down to single tokens); x_stride → 128;
 // positions renumbered 0, 1, … in order with only the freqs rows they use
 // (or every token at position 0 with one row); written slots renumbered
@@ -145,14 +146,14 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 // at once) → 0, x → small integers in the same order per token, weight
 // → 1, bias → 0, every freqs row → the identity rotation (1, 0). A
 // proposal that would not change the case fails to build.
-func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
+func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	m, err := modelOf(c)
 	if err != nil {
 		return nil
 	}
-	var rs []difftest.Reduction
+	var rs []triage.Reduction
 	add := func(what, key string, f func(n *shrinkModel) bool) {
-		rs = append(rs, difftest.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
+		rs = append(rs, triage.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
 			n := m.clone()
 			if !f(n) {
 				return nil, fmt.Errorf("no change")

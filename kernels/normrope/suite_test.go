@@ -7,10 +7,11 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // loadSuite reads fixtures/suites/NAME/normrope.toml with the harness's
-// parser (difftest.ParseSuite), so [case.matrix] tables come back
+// parser (suite.ParseSuite), so [case.matrix] tables come back
 // expanded, in suite order.
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
@@ -19,7 +20,7 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := difftest.ParseSuite(path, raw)
+	cases, err := suite.ParseSuite(path, raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // TestReportDetails runs mutants through the harness (difftest.Run) and
@@ -51,7 +53,7 @@ func TestReportDetails(t *testing.T) {
 				t.Fatalf("Run: %v, %d records", err, len(recs))
 			}
 			var buf bytes.Buffer
-			if err := difftest.WriteTable(&buf, &difftest.Report{Records: recs, Summary: &sum}); err != nil {
+			if err := render.WriteTable(&buf, &report.Report{Records: recs, Summary: &sum}); err != nil {
 				t.Fatal(err)
 			}
 			for _, re := range []string{tt.key, tt.worst} {

@@ -1,4 +1,4 @@
-// Reductions of a topk_transform case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer rows, the smallest K with a CUDA entry
+// Reductions of a topk_transform case for `difftest shrink` (docs/failures.md, triage.Reducer): fewer rows, the smallest K with a CUDA entry
 // point, shorter rows (towards the smallest L > K, and below K where the
 // failure allows), simpler scores (small integers in the same order,
 // zeros, one distinct value, fewer distinct values), a shorter past-length
@@ -13,9 +13,10 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
-var _ difftest.Reducer = Kernel{}
+var _ triage.Reducer = Kernel{}
 
 // maxChunksPerLevel bounds the position chunks one deletion or zeroing
 // level lists for a row: a level of chunk size s is listed only when
@@ -124,7 +125,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 }
 
 // SizeOf describes a case's size: "B rows, L ≤ max (Σ n scores), K k, P p"
-// (difftest.Reducer).
+// (triage.Reducer).
 func (Kernel) SizeOf(c *difftest.Case) string {
 	p, err := paramsOf(c)
 	if err != nil {
@@ -143,7 +144,7 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 	return fmt.Sprintf("%d %s, L ≤ %d (%d scores), stride %d, K %d, P %d", p.Batch, rows, maxL, sum, p.Stride, p.K, p.P)
 }
 
-// Reductions lists the proposals for c (difftest.Reducer), the big cuts
+// Reductions lists the proposals for c (triage.Reducer), the big cuts
 // and the single proposals first, the chunked passes last: drop row
 // chunks (halves, quarters, …, single rows); K down to each smaller entry
 // point (EntryPointKs); the past-length fill of every row cut to 0, 1,
@@ -157,14 +158,14 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 // maxChunksPerLevel per level); per row, position chunks to +0 (at most
 // maxZeroChunks per level). A proposal that would not change the case
 // fails to build.
-func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
+func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	m, err := modelOf(c)
 	if err != nil {
 		return nil
 	}
-	var rs []difftest.Reduction
+	var rs []triage.Reduction
 	add := func(what, key string, f func(n *shrinkModel) bool) {
-		rs = append(rs, difftest.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
+		rs = append(rs, triage.Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
 			n := m.clone()
 			if !f(n) {
 				return nil, fmt.Errorf("no change")

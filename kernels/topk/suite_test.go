@@ -8,10 +8,11 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // loadSuite reads one of this kernel's suite files with the harness's
-// parser (difftest.ParseSuite: [case.matrix] tables come back expanded,
+// parser (suite.ParseSuite: [case.matrix] tables come back expanded,
 // in suite order; unknown keys and duplicates are errors).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
@@ -20,7 +21,7 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := difftest.ParseSuite(path, data)
+	cases, err := suite.ParseSuite(path, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
@@ -142,7 +143,7 @@ func TestReportsAndShardsMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(merged, f)
+	rep, err := report.ReadJSONL(merged, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestInputDigestsRepeat(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		f, _ := os.Open(out)
-		rep, err := difftest.ReadJSONL(out, f)
+		rep, err := report.ReadJSONL(out, f)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)

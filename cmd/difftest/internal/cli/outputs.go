@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // checkOutputFiles takes pairs of (flag, path) and reports the first path
@@ -22,7 +22,7 @@ func checkOutputFiles(flagsAndPaths ...string) error {
 			continue
 		}
 		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-			return fmt.Errorf("%s %s: is %s, not a file", flag, path, difftest.FileKind(st.Mode()))
+			return fmt.Errorf("%s %s: is %s, not a file", flag, path, report.FileKind(st.Mode()))
 		}
 		dir := filepath.Dir(path)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
