@@ -221,3 +221,36 @@ func (Kernel) Mutants() []difftest.Mutant {
 		m("write-negative", "a token with out_loc −1 is written to the last slot"),
 	}
 }
+
+// SuiteTOML is a suite file of two fake_scatter cases: ramp-8 (n = 8) and
+// random-64 (n = 64, 80 slots).
+const SuiteTOML = `
+[[case]]
+kernel = "fake_scatter"
+family = "ramp"
+name = "ramp-8"
+[case.params]
+n = 8
+
+[[case]]
+kernel = "fake_scatter"
+family = "random"
+name = "random-64"
+[case.params]
+n = 64
+slots = 80
+`
+
+// Suite returns the cases of SuiteTOML and a third, random-5 (n = 5), as
+// the loaded suite "fake.toml" (what suite.ParseSuite makes of that file)
+// that the harness's tests run.
+func Suite() *difftest.Suite {
+	c := func(family, name string, params map[string]any) difftest.SuiteCase {
+		return difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: Name, Family: family, Name: name, Params: params}, File: "fake.toml"}
+	}
+	return &difftest.Suite{Name: "fake.toml", Cases: []difftest.SuiteCase{
+		c("ramp", "ramp-8", map[string]any{"n": int64(8)}),
+		c("random", "random-64", map[string]any{"n": int64(64), "slots": int64(80)}),
+		c("random", "random-5", map[string]any{"n": int64(5)}),
+	}}
+}
