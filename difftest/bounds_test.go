@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/internal/fakekernel"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // boundedAlloc is what one hostile input may cost: far below the file

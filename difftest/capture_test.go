@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
 	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	. "github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // poolFake runs the reference on its "device" after a delay; from its

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	. "github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/internal/fakekernel"
 	_ "github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 func TestRunStreamsRecords(t *testing.T) {

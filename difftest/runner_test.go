@@ -9,7 +9,7 @@ import (
 	"time"
 
 	. "github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // funcImpl is an implementation made of one function, for faults that no

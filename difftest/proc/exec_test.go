@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
 	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline
@@ -40,36 +42,12 @@ func execBuild(t *testing.T, tags string) string {
 	return bin
 }
 
-// execBuffers allocates the outputs of c: y poisoned with 0xEE, cache
-// holding the canary.
-func execBuffers(c *difftest.Case) []*difftest.Buffer {
-	bufs := make([]*difftest.Buffer, len(c.Outputs))
-	for i, o := range c.Outputs {
-		const guard = 16
-		full := bytes.Repeat([]byte{0xEE}, o.Bytes()+2*guard)
-		data := full[guard : guard+o.Bytes() : guard+o.Bytes()]
-		if o.InOut {
-			copy(data, captureCanary(o.Bytes()).Data)
-		}
-		bufs[i] = &difftest.Buffer{Tensor: &difftest.Tensor{Name: o.Name, DType: o.DType, Shape: o.Shape, Data: data}, Full: full, Guard: guard}
-	}
-	return bufs
-}
-
-func execTensors(bufs []*difftest.Buffer) []*difftest.Tensor {
-	ts := make([]*difftest.Tensor, len(bufs))
-	for i, b := range bufs {
-		ts[i] = b.Tensor
-	}
-	return ts
-}
-
 // execQuote single-quotes a word for SplitCommand.
 func execQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func TestExecImplVariants(t *testing.T) {
 	bin := execBuild(t, "")
-	k := copyKernel{}
+	k := fakekernel.CopyKernel{}
 	for _, tc := range []struct {
 		mode  string
 		class difftest.Class // of Run's error; Pass: Run succeeds
@@ -91,14 +69,14 @@ func TestExecImplVariants(t *testing.T) {
 		{"nofile", difftest.BadOutput, "", []string{"exited 0 but wrote no out.safetensors"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			c := captureCase(t, 2, 3)
+			c := fakekernel.CopyCase(2, 3)
 			digest := c.Input("x").Digest()
-			impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+			impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
 			defer impl.Close()
 			if want := "exec:" + execQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
 				t.Errorf("Name() = %q, want %q", impl.Name(), want)
 			}
-			bufs := execBuffers(c)
+			bufs := fakekernel.Buffers(c)
 			before := [][]byte{bytes.Clone(bufs[0].Full), bytes.Clone(bufs[1].Full)}
 			_, err := impl.Run(context.Background(), k, c, bufs)
 			if c.Input("x").Digest() != digest {
@@ -108,11 +86,11 @@ func TestExecImplVariants(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, 2, 3), captureCanary(6)}
+				want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, 2, 3), fakekernel.Canary(6)}
 				if err := k.Reference(c, want); err != nil {
 					t.Fatal(err)
 				}
-				res := k.Check(c, execTensors(bufs), want)
+				res := k.Check(c, difftest.TensorsOf(bufs), want)
 				if res.Class != tc.check {
 					t.Fatalf("Check: class %q (%s), want %q", res.Class, res.Message, tc.check)
 				}
@@ -120,8 +98,8 @@ func TestExecImplVariants(t *testing.T) {
 				if tc.check == difftest.Pass {
 					// The canary half of cache came back untouched: the
 					// program received it and echoed it.
-					if !bytes.Equal(bufs[1].Data[3:], captureCanary(6).Data[3:]) || !bytes.Equal(bufs[1].Data[:3], []byte{11, 12, 13}) {
-						t.Errorf("cache = % x, want 0b 0c 0d then the canary % x", bufs[1].Data, captureCanary(6).Data[3:])
+					if !bytes.Equal(bufs[1].Data[3:], fakekernel.Canary(6).Data[3:]) || !bytes.Equal(bufs[1].Data[:3], []byte{11, 12, 13}) {
+						t.Errorf("cache = % x, want 0b 0c 0d then the canary % x", bufs[1].Data, fakekernel.Canary(6).Data[3:])
 					}
 				}
 				for i, b := range bufs {
@@ -142,7 +120,7 @@ func TestExecImplVariants(t *testing.T) {
 			if strings.Contains(rerr.Msg, "\n") {
 				t.Errorf("message spans lines: %q", rerr.Msg)
 			}
-			if len(rerr.Msg) > difftest.ExecStderrTail+200 {
+			if len(rerr.Msg) > proc.ExecStderrTail+200 {
 				t.Errorf("message is %d bytes, want the stderr tail bounded", len(rerr.Msg))
 			}
 			execContains(t, rerr.Msg, tc.msg)
@@ -233,7 +211,7 @@ func TestExecRealKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := execTensors(execBuffers(c)) // InOut outputs start from the canary
+		want := difftest.TensorsOf(fakekernel.Buffers(c)) // InOut outputs start from the canary
 		if err := k.Reference(c, want); err != nil {
 			t.Fatal(err)
 		}
@@ -242,13 +220,13 @@ func TestExecRealKernels(t *testing.T) {
 			want difftest.Class
 		}{{"correct", difftest.Pass}, {"faulty", difftest.Mismatch}} {
 			t.Run(spec.ID()+"/"+mode.name, func(t *testing.T) {
-				impl := difftest.NewExecImpl(execQuote(bin)+" -mode "+mode.name, 30*time.Second)
+				impl := proc.NewExecImpl(execQuote(bin)+" -mode "+mode.name, 30*time.Second)
 				defer impl.Close()
-				bufs := execBuffers(c)
+				bufs := fakekernel.Buffers(c)
 				if _, err := impl.Run(context.Background(), k, c, bufs); err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				res := k.Check(c, execTensors(bufs), want)
+				res := k.Check(c, difftest.TensorsOf(bufs), want)
 				t.Logf("Check: %q %s", res.Class, res.Message)
 				if res.Class != mode.want {
 					t.Errorf("Check: class %q (%s), want %q", res.Class, res.Message, mode.want)
@@ -268,11 +246,11 @@ func TestExecRealKernels(t *testing.T) {
 func TestExecImplTimeout(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
+	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
 	defer impl.Close()
-	c := captureCase(t, 2, 3)
+	c := fakekernel.CopyCase(2, 3)
 	start := time.Now()
-	_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Timeout {
@@ -293,11 +271,11 @@ func TestExecImplTimeout(t *testing.T) {
 func TestExecImplCloseKillsRunning(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
-	c := captureCase(t, 1, 1)
+	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
+	c := fakekernel.CopyCase(1, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+		_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 		done <- err
 	}()
 	pid, child, _ := execPids(t, pidfile)
@@ -314,7 +292,7 @@ func TestExecImplCloseKillsRunning(t *testing.T) {
 	}
 	execGone(t, pid, "the program")
 	execGone(t, child, "the program's child")
-	_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError {
 		t.Errorf("Run after Close: %v, want a launch-error", err)
@@ -324,13 +302,13 @@ func TestExecImplCloseKillsRunning(t *testing.T) {
 func TestExecImplContextCancel(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := difftest.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
+	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
 	defer impl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := captureCase(t, 1, 1)
+	c := fakekernel.CopyCase(1, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := impl.Run(ctx, copyKernel{}, c, execBuffers(c))
+		_, err := impl.Run(ctx, fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 		done <- err
 	}()
 	pid, child, _ := execPids(t, pidfile)
@@ -351,7 +329,7 @@ func TestExecImplContextCancel(t *testing.T) {
 // program that cannot be started is "nothing can be tested" (issue 9 item
 // 6): class unavailable, which stops the run with exit 125.
 func TestExecImplLaunchErrors(t *testing.T) {
-	c := captureCase(t, 1, 1)
+	c := fakekernel.CopyCase(1, 1)
 	for _, tc := range []struct {
 		cmd   string
 		class difftest.Class
@@ -363,9 +341,9 @@ func TestExecImplLaunchErrors(t *testing.T) {
 		{"   ", difftest.LaunchError, "no program named"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
-			impl := difftest.NewExecImpl(tc.cmd, time.Second)
+			impl := proc.NewExecImpl(tc.cmd, time.Second)
 			defer impl.Close()
-			_, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+			_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 			var rerr *difftest.RunError
 			if !errors.As(err, &rerr) || rerr.Class != tc.class || !strings.Contains(rerr.Msg, tc.msg) {
 				t.Errorf("got %v, want a %s mentioning %q", err, tc.class, tc.msg)
@@ -398,7 +376,7 @@ func TestOpenExecImplChecksTheProgram(t *testing.T) {
 		{"a program in PATH", "sh -c true", ""},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
-			impl, err := difftest.OpenExecImpl(tc.cmd, time.Second)
+			impl, err := proc.OpenExecImpl(tc.cmd, time.Second)
 			if tc.msg == "" {
 				if err != nil {
 					t.Fatalf("OpenExecImpl(%q): %v", tc.cmd, err)
@@ -412,7 +390,7 @@ func TestOpenExecImplChecksTheProgram(t *testing.T) {
 			}
 		})
 	}
-	if _, err := difftest.OpenExecImpl("'unterminated", time.Second); !errors.Is(err, difftest.ErrUnknownImpl) {
+	if _, err := proc.OpenExecImpl("'unterminated", time.Second); !errors.Is(err, difftest.ErrUnknownImpl) {
 		t.Errorf("a command that does not parse: %v, want ErrUnknownImpl (a usage error)", err)
 	}
 }
@@ -433,11 +411,11 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	impl := difftest.NewExecImpl(execQuote(prog), 20*time.Second)
+	impl := proc.NewExecImpl(execQuote(prog), 20*time.Second)
 	defer impl.Close()
-	c := captureCase(t, 1, 1)
+	c := fakekernel.CopyCase(1, 1)
 	start := time.Now()
-	info, err := impl.Run(context.Background(), copyKernel{}, c, execBuffers(c))
+	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Crash {
@@ -480,7 +458,7 @@ func TestSplitCommand(t *testing.T) {
 		{"empty", "", nil, "no program named"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := difftest.SplitCommand(tc.in)
+			got, err := proc.SplitCommand(tc.in)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("SplitCommand(%q) = %q, %v; want error %q", tc.in, got, err, tc.err)
@@ -551,7 +529,7 @@ func TestExecPython(t *testing.T) {
 	if err := os.WriteFile(script, []byte(execPythonImpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k := copyKernel{}
+	k := fakekernel.CopyKernel{}
 	for _, tc := range []struct {
 		name       string
 		flag       string
@@ -563,10 +541,10 @@ func TestExecPython(t *testing.T) {
 		{"wrong dtype", "--wrong-dtype", 3, 4, difftest.BadOutput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := captureCase(t, tc.rows, tc.cols)
-			impl := difftest.NewExecImpl(execQuote(py)+" "+execQuote(script)+" "+tc.flag, 60*time.Second)
+			c := fakekernel.CopyCase(tc.rows, tc.cols)
+			impl := proc.NewExecImpl(execQuote(py)+" "+execQuote(script)+" "+tc.flag, 60*time.Second)
 			defer impl.Close()
-			bufs := execBuffers(c)
+			bufs := fakekernel.Buffers(c)
 			_, err := impl.Run(context.Background(), k, c, bufs)
 			if tc.class != difftest.Pass {
 				var rerr *difftest.RunError
@@ -578,11 +556,11 @@ func TestExecPython(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, tc.rows, tc.cols), captureCanary(2 * tc.cols)}
+			want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, tc.rows, tc.cols), fakekernel.Canary(2 * tc.cols)}
 			if err := k.Reference(c, want); err != nil {
 				t.Fatal(err)
 			}
-			if res := k.Check(c, execTensors(bufs), want); res.Failed() {
+			if res := k.Check(c, difftest.TensorsOf(bufs), want); res.Failed() {
 				t.Errorf("Check: %s %s", res.Class, res.Message)
 			}
 		})

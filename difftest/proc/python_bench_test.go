@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -51,7 +52,7 @@ func pythonImpl(b *testing.B, mode string, files ...string) difftest.Impl {
 // the do-nothing implementation fails every case on its first run, so one
 // run per case there).
 func benchSuite(b *testing.B, impl difftest.Impl, suite string, runsPerCase int) {
-	s, err := difftest.LoadSuiteFS(fixtures.Suites(), suite)
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), suite)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func BenchmarkPythonNumPyDefaultExec(b *testing.B) {
 func BenchmarkPythonNoopRoundTrip(b *testing.B) {
 	impl := pythonImpl(b, "serve", "testdata/python/noop_impl.py")
 	defer impl.Close()
-	s, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		b.Fatal(err)
 	}

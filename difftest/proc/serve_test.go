@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -40,7 +42,7 @@ func serveBuild(t *testing.T) string {
 // serveItems is the quick suite's cases whose ids match re.
 func serveItems(t *testing.T, re string) []difftest.Item {
 	t.Helper()
-	s, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func serveQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 func TestServeCorrect(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := difftest.NewServeImpl(serveQuote(bin), time.Minute)
+	impl, err := proc.NewServeImpl(serveQuote(bin), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestServeCorrect(t *testing.T) {
 		}
 	}
 	props := impl.(difftest.PropertyProvider).Properties()
-	if props[difftest.PropDevice] != "serveimpl test device" || props[difftest.PropServeVersion] != "serveimpl 1" {
+	if props[difftest.PropDevice] != "serveimpl test device" || props[proc.PropServeVersion] != "serveimpl 1" {
 		t.Errorf("properties %v", props)
 	}
 	if err := impl.Close(); err != nil {
@@ -131,7 +133,7 @@ func TestServeMisbehaviour(t *testing.T) {
 			if timeout == 0 {
 				timeout = time.Minute
 			}
-			impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"), timeout)
+			impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"), timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +161,7 @@ func TestServeMisbehaviour(t *testing.T) {
 // 50 MB on stderr costs no memory beyond the tail, and the case passes.
 func TestServeStderrFlood(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode flood", time.Minute)
+	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode flood", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestServeCloseKillsGroup(t *testing.T) {
 	for _, mode := range []string{"fork", "setsid"} {
 		t.Run(mode, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "child.pid")
-			impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode "+mode+" -pidfile "+serveQuote(pidfile), time.Minute)
+			impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode "+mode+" -pidfile "+serveQuote(pidfile), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +221,7 @@ func TestServeUnavailable(t *testing.T) {
 		{serveQuote(bin) + " -kernels nothing_known", `names kernels ["nothing_known"], none of this build's`},
 		{"sh -c 'echo gone >&2; exit 4'", "ended before its hello: exit status 4; stderr: gone"},
 	} {
-		_, err := difftest.NewServeImpl(tc.cmd, time.Minute)
+		_, err := proc.NewServeImpl(tc.cmd, time.Minute)
 		var re *difftest.RunError
 		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, tc.msg) {
 			t.Errorf("%s: got %v, want unavailable with %q", tc.cmd, err, tc.msg)
@@ -245,27 +247,27 @@ func TestServeNoHello(t *testing.T) {
 // allocation; a message round-trips.
 func TestServeFraming(t *testing.T) {
 	var b bytes.Buffer
-	if err := difftest.WriteServeMessage(&b, map[string]int{"seq": 3}); err != nil {
+	if err := proc.WriteServeMessage(&b, map[string]int{"seq": 3}); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.Bytes(); binary.LittleEndian.Uint32(got) != uint32(len(`{"seq":3}`)) || string(got[4:]) != `{"seq":3}` {
 		t.Fatalf("framed %q", got)
 	}
-	msg, err := difftest.ReadServeMessage(&b)
+	msg, err := proc.ReadServeMessage(&b)
 	if err != nil || string(msg) != `{"seq":3}` {
 		t.Fatalf("read %q, %v", msg, err)
 	}
-	for _, n := range []uint32{0, difftest.ServeMaxMessage + 1, 1 << 31} {
+	for _, n := range []uint32{0, proc.ServeMaxMessage + 1, 1 << 31} {
 		var hdr [4]byte
 		binary.LittleEndian.PutUint32(hdr[:], n)
-		if _, err := difftest.ReadServeMessage(bytes.NewReader(hdr[:])); err == nil || !strings.Contains(err.Error(), "message length") {
+		if _, err := proc.ReadServeMessage(bytes.NewReader(hdr[:])); err == nil || !strings.Contains(err.Error(), "message length") {
 			t.Errorf("length %d: %v", n, err)
 		}
 	}
-	if _, err := difftest.ReadServeMessage(bytes.NewReader([]byte{5, 0, 0, 0, '{'})); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := proc.ReadServeMessage(bytes.NewReader([]byte{5, 0, 0, 0, '{'})); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("cut message: %v", err)
 	}
-	if err := difftest.WriteServeMessage(&b, strings.Repeat("x", difftest.ServeMaxMessage)); err == nil {
+	if err := proc.WriteServeMessage(&b, strings.Repeat("x", proc.ServeMaxMessage)); err == nil {
 		t.Error("an oversize message was written")
 	}
 }
@@ -290,7 +292,7 @@ func serveBench(b *testing.B, nbytes int) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl").CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -mode noop -kernels topk_transform", time.Minute)
+	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode noop -kernels topk_transform", time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -316,7 +318,7 @@ func serveBench(b *testing.B, nbytes int) {
 // be tested exits 125, one with passes and skips 0.
 func TestServeUnimplementedKernel(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := difftest.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
+	impl, err := proc.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,9 +334,6 @@ func TestServeUnimplementedKernel(t *testing.T) {
 	}
 	if sum.Passed != 1 || sum.Failed != 0 || sum.Skipped != 1 || difftest.ExitCode(sum, nil) != difftest.ExitPass {
 		t.Fatalf("summary %+v, exit %d", sum, difftest.ExitCode(sum, nil))
-	}
-	if line := difftest.SummaryLine(sum); !strings.HasPrefix(line, "1 passed, 0 failed, 1 not tested") {
-		t.Errorf("summary line %q", line)
 	}
 	_, sum, err = serveRun(t, impl, serveItems(t, `^norm_rope_store/gaussian/v4/`), time.Minute)
 	if err != nil || sum.Skipped < 2 || sum.Passed != 0 || difftest.ExitCode(sum, nil) != difftest.ExitUntestable {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // runShard is the report of shard sh of a run of `cases` cases per seed
@@ -11,13 +14,13 @@ import (
 // all). It holds records of the given indices, each with its own seed and
 // id; index 4 fails (mismatch). The summary counts them when finished.
 func runShard(sh string, cases, repeat int, selected []int, finished bool, idx ...int) *Report {
-	r := &Report{Header: Header{Type: "header", Suite: "quick", Seed: 7, Repeat: repeat, Cases: cases, Selected: selected,
-		Shard: sh, Impl: "cuda", GeneratorVersion: GeneratorVersion}}
-	s := &Summary{Elapsed: time.Second}
+	r := &Report{Header: difftest.Header{Type: "header", Suite: "quick", Seed: 7, Repeat: repeat, Cases: cases, Selected: selected,
+		Shard: sh, Impl: "cuda", GeneratorVersion: difftest.GeneratorVersion}}
+	s := &difftest.Summary{Elapsed: time.Second}
 	for _, i := range idx {
-		rec := &Record{Type: "case", Index: i, Case: fmt.Sprintf("k/c%d", i%cases), Seed: 7 + uint64(i/cases), Verdict: VerdictPass}
+		rec := &difftest.Record{Type: "case", Index: i, Case: fmt.Sprintf("k/c%d", i%cases), Seed: 7 + uint64(i/cases), Verdict: difftest.VerdictPass}
 		if i == 4 {
-			rec.Verdict, rec.Class = VerdictFail, Mismatch
+			rec.Verdict, rec.Class = difftest.VerdictFail, difftest.Mismatch
 		}
 		r.Records = append(r.Records, rec)
 		s.Add(rec)
@@ -41,7 +44,7 @@ func drop(r *Report, i int) *Report {
 }
 
 // edit applies f to the record of index i.
-func edit(r *Report, i int, f func(*Record)) *Report {
+func edit(r *Report, i int, f func(*difftest.Record)) *Report {
 	for _, rec := range r.Records {
 		if rec.Index == i {
 			f(rec)
@@ -59,7 +62,7 @@ func TestMergeLosesNoCase(t *testing.T) {
 	all6 := func(sh string, idx ...int) *Report { return runShard(sh, 6, 1, nil, true, idx...) }
 	names := []string{"a.jsonl", "b.jsonl"}
 	recount := func(r *Report) *Report {
-		s := &Summary{Elapsed: r.Summary.Elapsed}
+		s := &difftest.Summary{Elapsed: r.Summary.Elapsed}
 		for _, rec := range r.Records {
 			s.Add(rec)
 		}
@@ -86,24 +89,24 @@ func TestMergeLosesNoCase(t *testing.T) {
 			r.Summary.Aborted = "--failfast after k/c5"
 			return r
 		}()}, "merge: b.jsonl (shard 1/2) lacks index 3 (suite case 3, seed 7), which comes before its last case line (index 5)"},
-		{"index 10^12", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *Record) { r.Index = 1_000_000_000_000 }), all6("1/2", 1, 3, 5)},
+		{"index 10^12", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *difftest.Record) { r.Index = 1_000_000_000_000 }), all6("1/2", 1, 3, 5)},
 			"merge: a.jsonl (shard 0/2): index 1000000000000 (k/c2 seed 7) is outside the run's 6 cases (6 per seed × 1 seed)"},
-		{"a negative index", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *Record) { r.Index = -2 }), all6("1/2", 1, 3, 5)},
+		{"a negative index", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *difftest.Record) { r.Index = -2 }), all6("1/2", 1, 3, 5)},
 			"merge: a.jsonl (shard 0/2): index -2 (k/c2 seed 7) is outside the run's 6 cases (6 per seed × 1 seed)"},
-		{"a seed that is not its index's", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *Record) { r.Seed = 8 }), all6("1/2", 1, 3, 5)},
+		{"a seed that is not its index's", []*Report{edit(all6("0/2", 0, 2, 4), 2, func(r *difftest.Record) { r.Seed = 8 }), all6("1/2", 1, 3, 5)},
 			"merge: a.jsonl (shard 0/2): index 2 (k/c2) has seed 8, but index 2 is a case of seed 7 (6 cases per seed from seed 7)"},
 		{"a case --run did not select", []*Report{runShard("0/2", 6, 1, []int{0, 2, 3}, true, 0, 2), runShard("1/2", 6, 1, []int{0, 2, 3}, true, 3, 5)},
 			"merge: b.jsonl (shard 1/2): index 5 (k/c5 seed 7) is suite case 5, which the run's --run did not select"},
-		{"one suite case under two ids", []*Report{runShard("0/2", 3, 2, nil, true, 0, 2, 4), edit(runShard("1/2", 3, 2, nil, true, 1, 3, 5), 5, func(r *Record) { r.Case = "k/other" })},
+		{"one suite case under two ids", []*Report{runShard("0/2", 3, 2, nil, true, 0, 2, 4), edit(runShard("1/2", 3, 2, nil, true, 1, 3, 5), 5, func(r *difftest.Record) { r.Case = "k/other" })},
 			"merge: b.jsonl (shard 1/2): index 5 is k/other seed 8, but index 2, the same suite case under seed 7, is k/c2"},
 		{"a summary that counts a case more", []*Report{all6("0/2", 0, 2, 4), func() *Report {
 			r := all6("1/2", 1, 3, 5)
 			r.Summary.Passed++
 			return r
 		}()}, "merge: b.jsonl (shard 1/2): its summary counts 4 cases (4 passed, 0 failed), but its case lines are 3 cases (3 passed, 0 failed)"},
-		{"a failure edited into a pass", []*Report{edit(all6("0/2", 0, 2, 4), 4, func(r *Record) { r.Verdict, r.Class = VerdictPass, "" }), all6("1/2", 1, 3, 5)},
+		{"a failure edited into a pass", []*Report{edit(all6("0/2", 0, 2, 4), 4, func(r *difftest.Record) { r.Verdict, r.Class = difftest.VerdictPass, "" }), all6("1/2", 1, 3, 5)},
 			"merge: a.jsonl (shard 0/2): its summary counts 3 cases (2 passed, 1 failed: mismatch 1), but its case lines are 3 cases (3 passed, 0 failed)"},
-		{"a failure's class edited", []*Report{edit(all6("0/2", 0, 2, 4), 4, func(r *Record) { r.Class = Guard }), all6("1/2", 1, 3, 5)},
+		{"a failure's class edited", []*Report{edit(all6("0/2", 0, 2, 4), 4, func(r *difftest.Record) { r.Class = difftest.Guard }), all6("1/2", 1, 3, 5)},
 			"merge: a.jsonl (shard 0/2): its summary counts 3 cases (2 passed, 1 failed: mismatch 1), but its case lines are 3 cases (2 passed, 1 failed: guard 1)"},
 		{"a header without a case count", []*Report{func() *Report {
 			r := all6("0/1", 0, 1, 2, 3, 4, 5)
@@ -127,7 +130,7 @@ func TestMergeLosesNoCase(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := MergeNamed(names[:len(tt.reps)], tt.reps)
 			if err == nil {
-				t.Fatalf("merged %d records (%s), want error %q", len(m.Records), SummaryLine(*m.Summary), tt.want)
+				t.Fatalf("merged %d records (%s), want error %q", len(m.Records), render.SummaryLine(*m.Summary), tt.want)
 			}
 			if err.Error() != tt.want {
 				t.Errorf("err = %q\nwant  %q", err, tt.want)
@@ -161,7 +164,7 @@ func TestMergeSelectedAndCutShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m.Summary.Passed != tt.passed {
-				t.Errorf("summary %s, want %d passed", SummaryLine(*m.Summary), tt.passed)
+				t.Errorf("summary %s, want %d passed", render.SummaryLine(*m.Summary), tt.passed)
 			}
 		})
 	}

@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // shardReport is the report of one shard of a run of the 6-case expanded
 // suite k/c0 … k/c5 (seed 7); the case with index 4 fails. Records hold
 // the given indices; finished says whether the summary line was written.
 func shardReport(shard string, finished bool, idx ...int) *Report {
-	r := &Report{Header: Header{Type: "header", Suite: "quick", Seed: 7, Repeat: 1, Cases: 6, Shard: shard, Impl: "cuda", GeneratorVersion: GeneratorVersion,
+	r := &Report{Header: difftest.Header{Type: "header", Suite: "quick", Seed: 7, Repeat: 1, Cases: 6, Shard: shard, Impl: "cuda", GeneratorVersion: difftest.GeneratorVersion,
 		Started: time.Date(2025, 6, 1, 3, 0, len(idx), 0, time.UTC)}}
-	s := &Summary{Elapsed: time.Duration(len(idx)) * time.Second}
+	s := &difftest.Summary{Elapsed: time.Duration(len(idx)) * time.Second}
 	for _, i := range idx {
-		rec := &Record{Type: "case", Index: i, Case: "k/c" + string(rune('0'+i)), Seed: 7, Verdict: VerdictPass}
+		rec := &difftest.Record{Type: "case", Index: i, Case: "k/c" + string(rune('0'+i)), Seed: 7, Verdict: difftest.VerdictPass}
 		if i == 4 {
-			rec.Verdict, rec.Class = VerdictFail, Mismatch
+			rec.Verdict, rec.Class = difftest.VerdictFail, difftest.Mismatch
 		}
 		r.Records = append(r.Records, rec)
 		s.Add(rec)
@@ -65,7 +67,7 @@ func TestMergeWholeSplits(t *testing.T) {
 			if h.Shard != "" || h.MergedShards != tt.merged || h.Started.Second() != tt.startSeconds || h.Suite != "quick" || h.Seed != 7 {
 				t.Errorf("header %+v, want no shard, merged_shards %d, started at second %d", h, tt.merged, tt.startSeconds)
 			}
-			if s.Passed != tt.passed || s.Failed != 1 || s.Classes[Mismatch] != 1 || s.Elapsed != time.Duration(tt.elapsed)*time.Second || s.Aborted != tt.aborted {
+			if s.Passed != tt.passed || s.Failed != 1 || s.Classes[difftest.Mismatch] != 1 || s.Elapsed != time.Duration(tt.elapsed)*time.Second || s.Aborted != tt.aborted {
 				t.Errorf("summary %+v, want %d passed, 1 failed, %ds, aborted %q", s, tt.passed, tt.elapsed, tt.aborted)
 			}
 		})
@@ -110,7 +112,7 @@ func TestMergeRejectsIncompleteSplits(t *testing.T) {
 			"merge: index 2 (k/c2 seed 7) appears twice in a.jsonl (also k/c2 seed 7)"},
 		{"another seed", []string{"a.jsonl", "b.jsonl"},
 			[]*Report{shardReport("0/2", true, 0, 2, 4), seed8},
-			fmt.Sprintf("merge: b.jsonl ran suite quick seed 8 repeat 1 impl cuda generator %d; a.jsonl ran suite quick seed 7 repeat 1 impl cuda generator %[1]d", GeneratorVersion)},
+			fmt.Sprintf("merge: b.jsonl ran suite quick seed 8 repeat 1 impl cuda generator %d; a.jsonl ran suite quick seed 7 repeat 1 impl cuda generator %[1]d", difftest.GeneratorVersion)},
 		{"nothing", nil, nil, "merge: no reports"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // liveTopk writes a top-k capture as a live call would: scores of B rows
@@ -87,7 +88,7 @@ func TestCaptureDirSuite(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := difftest.LoadCaptureDir(dir)
+	s, err := suite.LoadCaptureDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func TestCaptureDirSuite(t *testing.T) {
 		}
 	}
 	liveTopk(t, filepath.Join(dir, "c.safetensors"), func(seq, _ *difftest.Tensor) { seq.SetI32(1, -1) })
-	if _, err := difftest.LoadCaptureDir(dir); err == nil || !strings.Contains(err.Error(), "c.safetensors") {
+	if _, err := suite.LoadCaptureDir(dir); err == nil || !strings.Contains(err.Error(), "c.safetensors") {
 		t.Errorf("a bad capture in the folder: %v", err)
 	}
-	if _, err := difftest.LoadCaptureDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no capture file") {
+	if _, err := suite.LoadCaptureDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no capture file") {
 		t.Errorf("empty folder: %v", err)
 	}
 }

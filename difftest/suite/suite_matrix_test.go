@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // ids returns the case ids of cases, in order.
-func ids(cases []SuiteCase) []string {
+func ids(cases []difftest.SuiteCase) []string {
 	var out []string
 	for _, c := range cases {
 		out = append(out, c.Spec.ID())
@@ -183,10 +185,10 @@ func TestExpandEntryNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []expandedCase{
-		{spec: CaseSpec{Kernel: "k", Family: "f", Name: "l1000-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
+		{spec: difftest.CaseSpec{Kernel: "k", Family: "f", Name: "l1000-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
 			"eps": 1e-06, "on": true, "s": "neox", "lengths": []any{int64(1000)}, "preset": "v4", "scale_fmt": "ue8m0"}},
 			combo: `lengths = [1000], v "v4/ue8m0"`},
-		{spec: CaseSpec{Kernel: "k", Family: "f", Name: "l4500,10-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
+		{spec: difftest.CaseSpec{Kernel: "k", Family: "f", Name: "l4500,10-e1e-06-true-neox-v4/ue8m0", Params: map[string]any{
 			"eps": 1e-06, "on": true, "s": "neox", "lengths": []any{int64(4500), int64(10)}, "preset": "v4", "scale_fmt": "ue8m0"}},
 			combo: `lengths = [4500, 10], v "v4/ue8m0"`},
 	}
@@ -273,7 +275,7 @@ func TestParseSuiteMatrixErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cases, err := ParseSuite("bad.toml", []byte(tt.text))
-			var se *SuiteError
+			var se *difftest.SuiteError
 			if !errors.As(err, &se) {
 				t.Fatalf("ParseSuite = %d cases, %v; want a *SuiteError", len(cases), err)
 			}
@@ -286,8 +288,8 @@ func TestParseSuiteMatrixErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("err is not one line: %q", err)
 			}
-			if ExitCode(Summary{}, err) != ExitUsage {
-				t.Errorf("exit code %d, want 2", ExitCode(Summary{}, err))
+			if difftest.ExitCode(difftest.Summary{}, err) != difftest.ExitUsage {
+				t.Errorf("exit code %d, want 2", difftest.ExitCode(difftest.Summary{}, err))
 			}
 		})
 	}

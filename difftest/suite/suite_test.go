@@ -6,24 +6,12 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
-const goodSuite = `
-[[case]]
-kernel = "fake_scatter"
-family = "ramp"
-name = "ramp-8"
-[case.params]
-n = 8
-
-[[case]]
-kernel = "fake_scatter"
-family = "random"
-name = "random-64"
-[case.params]
-n = 64
-slots = 80
-`
+const goodSuite = fakekernel.SuiteTOML
 
 func TestParseSuite(t *testing.T) {
 	cases, err := ParseSuite("good.toml", []byte(goodSuite))
@@ -52,7 +40,7 @@ func TestParseSuiteErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseSuite("bad.toml", []byte(tt.text))
-			var se *SuiteError
+			var se *difftest.SuiteError
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *SuiteError", err)
 			}
@@ -62,8 +50,8 @@ func TestParseSuiteErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("err is not one line: %q", err)
 			}
-			if ExitCode(Summary{}, err) != ExitUsage {
-				t.Errorf("exit code %d, want 2", ExitCode(Summary{}, err))
+			if difftest.ExitCode(difftest.Summary{}, err) != difftest.ExitUsage {
+				t.Errorf("exit code %d, want 2", difftest.ExitCode(difftest.Summary{}, err))
 			}
 		})
 	}
@@ -91,48 +79,48 @@ func TestLoadSuiteFS(t *testing.T) {
 // and names the file and case (exit 2); a generator that draws inputs its
 // own contract rejects is a harness error (exit 125).
 func TestGenerateCaseErrors(t *testing.T) {
-	spec := func(params map[string]any) Item {
-		return Item{Seed: 1, SuiteCase: SuiteCase{File: "x.toml", Spec: CaseSpec{Kernel: fakeName, Family: "ramp", Name: "a", Params: params}}}
+	spec := func(params map[string]any) difftest.Item {
+		return difftest.Item{Seed: 1, SuiteCase: difftest.SuiteCase{File: "x.toml", Spec: difftest.CaseSpec{Kernel: fakekernel.Name, Family: "ramp", Name: "a", Params: params}}}
 	}
-	if _, c, err := GenerateCase(spec(map[string]any{"n": int64(4)})); err != nil || c.Input("x").I32(3) != 4 {
+	if _, c, err := difftest.GenerateCase(spec(map[string]any{"n": int64(4)})); err != nil || c.Input("x").I32(3) != 4 {
 		t.Fatalf("GenerateCase: %v", err)
 	}
-	_, _, err := GenerateCase(spec(map[string]any{"n": int64(4), "lenght": int64(3)}))
+	_, _, err := difftest.GenerateCase(spec(map[string]any{"n": int64(4), "lenght": int64(3)}))
 	if err == nil || err.Error() != `suite x.toml: case fake_scatter/a: unknown param(s) lenght` {
 		t.Errorf("unknown param: %v", err)
 	}
-	_, _, err = GenerateCase(spec(map[string]any{"n": int64(4), "invalid": true}))
-	if err == nil || !strings.Contains(err.Error(), "the generator drew inputs its own contract rejects (seed 1): invalid input: out_loc[0]: must be −1 or in [0, 4), got 4") || ExitCode(Summary{}, err) != ExitUntestable {
+	_, _, err = difftest.GenerateCase(spec(map[string]any{"n": int64(4), "invalid": true}))
+	if err == nil || !strings.Contains(err.Error(), "the generator drew inputs its own contract rejects (seed 1): invalid input: out_loc[0]: must be −1 or in [0, 4), got 4") || difftest.ExitCode(difftest.Summary{}, err) != difftest.ExitUntestable {
 		t.Errorf("invalid generated case: %v", err)
 	}
 }
 
 func TestGenerateCaseIsSeeded(t *testing.T) {
-	it := Item{Seed: 7, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakeName, Family: "random", Name: "r", Params: map[string]any{"n": int64(32)}}}}
-	_, a, _ := GenerateCase(it)
-	_, b, _ := GenerateCase(it)
+	it := difftest.Item{Seed: 7, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: fakekernel.Name, Family: "random", Name: "r", Params: map[string]any{"n": int64(32)}}}}
+	_, a, _ := difftest.GenerateCase(it)
+	_, b, _ := difftest.GenerateCase(it)
 	it.Seed = 8
-	_, c, _ := GenerateCase(it)
-	if InputDigest(a) != InputDigest(b) {
+	_, c, _ := difftest.GenerateCase(it)
+	if difftest.InputDigest(a) != difftest.InputDigest(b) {
 		t.Error("same seed and id gave different inputs")
 	}
-	if InputDigest(a) == InputDigest(c) {
+	if difftest.InputDigest(a) == difftest.InputDigest(c) {
 		t.Error("seeds 7 and 8 gave the same inputs")
 	}
 }
 
 func TestItemsShardsAndRun(t *testing.T) {
-	var s Suite
+	var s difftest.Suite
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
-		s.Cases = append(s.Cases, SuiteCase{Spec: CaseSpec{Kernel: "k", Name: n}})
+		s.Cases = append(s.Cases, difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: "k", Name: n}})
 	}
-	all := s.Items(Selection{Seed: 3, Repeat: 2})
+	all := s.Items(difftest.Selection{Seed: 3, Repeat: 2})
 	if len(all) != 10 || all[5].Seed != 4 || all[5].Index != 5 || all[5].Spec.Name != "a" {
 		t.Fatalf("items %+v", all)
 	}
 	seen := map[int]int{}
 	for i := 0; i < 3; i++ {
-		for _, it := range s.Items(Selection{Seed: 3, Repeat: 2, Shard: Shard{i, 3}}) {
+		for _, it := range s.Items(difftest.Selection{Seed: 3, Repeat: 2, Shard: difftest.Shard{i, 3}}) {
 			seen[it.Index]++
 		}
 	}
@@ -141,7 +129,7 @@ func TestItemsShardsAndRun(t *testing.T) {
 			t.Errorf("index %d in %d shards, want exactly 1", i, seen[i])
 		}
 	}
-	sel := s.Items(Selection{Seed: 1, Run: regexp.MustCompile(`/[bd]$`)})
+	sel := s.Items(difftest.Selection{Seed: 1, Run: regexp.MustCompile(`/[bd]$`)})
 	if len(sel) != 2 || sel[0].Spec.Name != "b" || sel[1].Index != 3 {
 		t.Errorf("--run selection %+v", sel)
 	}
@@ -149,12 +137,12 @@ func TestItemsShardsAndRun(t *testing.T) {
 
 func TestParseShard(t *testing.T) {
 	for _, ok := range []string{"0/1", "2/4"} {
-		if _, err := ParseShard(ok); err != nil {
+		if _, err := difftest.ParseShard(ok); err != nil {
 			t.Errorf("ParseShard(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"4/4", "1/0", "-1/2", "1", "1/2x", " 1/2"} {
-		if _, err := ParseShard(bad); err == nil {
+		if _, err := difftest.ParseShard(bad); err == nil {
 			t.Errorf("ParseShard(%q) accepted", bad)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // A suite's parameters are checked when it is parsed, every case before
@@ -28,12 +30,12 @@ func TestParseSuiteChecksEveryCaseParams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cases, err := ParseSuite("bad.toml", []byte(tt.text))
-			var se *SuiteError
+			var se *difftest.SuiteError
 			if !errors.As(err, &se) || err.Error() != tt.want {
 				t.Fatalf("ParseSuite = %d cases, %v\nwant *SuiteError %q", len(cases), err, tt.want)
 			}
-			if ExitCode(Summary{}, err) != ExitUsage {
-				t.Errorf("exit code %d, want 2", ExitCode(Summary{}, err))
+			if difftest.ExitCode(difftest.Summary{}, err) != difftest.ExitUsage {
+				t.Errorf("exit code %d, want 2", difftest.ExitCode(difftest.Summary{}, err))
 			}
 		})
 	}
@@ -41,11 +43,11 @@ func TestParseSuiteChecksEveryCaseParams(t *testing.T) {
 
 // countingKernel is fake_scatter with its NewCase calls counted.
 type countingKernel struct {
-	fakeKernel
+	fakekernel.Kernel
 	drawn *[]uint64 // key of each NewCase call
 }
 
-func (k countingKernel) NewCase(spec CaseSpec, seed, key uint64) (*Case, error) {
+func (k countingKernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	*k.drawn = append(*k.drawn, key)
 	return k.fakeKernel.NewCase(spec, seed, key)
 }
@@ -53,7 +55,7 @@ func (k countingKernel) NewCase(spec CaseSpec, seed, key uint64) (*Case, error) 
 // checkingKernel also checks specs itself: n must be even.
 type checkingKernel struct{ countingKernel }
 
-func (checkingKernel) CheckSpec(spec CaseSpec) error {
+func (checkingKernel) CheckSpec(spec difftest.CaseSpec) error {
 	if n, _ := spec.Params["n"].(int64); n%2 != 0 {
 		return errors.New("n must be even")
 	}
@@ -63,8 +65,8 @@ func (checkingKernel) CheckSpec(spec CaseSpec) error {
 // CheckCaseSpec uses the kernel's SpecChecker and draws nothing; without
 // one it draws the case once, under seed 0, and returns NewCase's error.
 func TestCheckCaseSpec(t *testing.T) {
-	spec := func(params map[string]any) CaseSpec {
-		return CaseSpec{Kernel: fakeName, Family: "random", Name: "r", Params: params}
+	spec := func(params map[string]any) difftest.CaseSpec {
+		return difftest.CaseSpec{Kernel: fakekernel.Name, Family: "random", Name: "r", Params: params}
 	}
 	tests := []struct {
 		name      string
@@ -82,7 +84,7 @@ func TestCheckCaseSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var drawn []uint64
-			var k Kernel = countingKernel{drawn: &drawn}
+			var k difftest.Kernel = countingKernel{drawn: &drawn}
 			if tt.checker {
 				k = checkingKernel{countingKernel{drawn: &drawn}}
 			}
@@ -112,7 +114,7 @@ func TestParamsTables(t *testing.T) {
 		"bad":   []any{map[string]any{}, int64(3)},
 		"plain": int64(5),
 	}
-	p := NewParams("k/c", m)
+	p := difftest.NewParams("k/c", m)
 	got := p.Tables("runs")
 	if len(got) != 2 || got[0]["length"] != int64(8) || len(got[1]) != 0 {
 		t.Errorf("Tables(runs) = %v", got)
@@ -123,7 +125,7 @@ func TestParamsTables(t *testing.T) {
 	if p.Tables("bad") != nil || p.Err() == nil || p.Err().Error() != `case k/c: param "bad": element 1 must be a table {…}, got the integer 3` {
 		t.Errorf("Tables(bad): err %v", p.Err())
 	}
-	p = NewParams("k/c", m)
+	p = difftest.NewParams("k/c", m)
 	p.Tables("plain")
 	if err := p.Err(); err == nil || err.Error() != `case k/c: param "plain": must be an array of tables, e.g. [{…}, {…}], got the integer 5` {
 		t.Errorf("Tables(plain): err %v", err)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // cheap runs f and fails when it takes more than 10 s or allocates more
@@ -83,7 +85,7 @@ func TestLoadSuiteFileBounded(t *testing.T) {
 			var err error
 			cheap(t, func() { _, err = LoadSuiteFile(tc.path) })
 			t.Log(err)
-			var se *SuiteError
+			var se *difftest.SuiteError
 			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), "suite "+tc.path+": ") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a *SuiteError naming %s and saying %q", err, tc.path, tc.want)
 			}

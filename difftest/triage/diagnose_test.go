@@ -8,17 +8,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // diagKernel is the fake kernel with semantic variants: "p1" adds 10 to
 // y[0], "p2" adds 20 to y[1] only when x[1] is even, "p1+p2" does both;
 // "alias-off-by-one" is an alias of the mutant fake-off-by-one; "panics"
 // panics; "slow" sleeps past any test budget.
-type diagKernel struct{ fakeKernel }
+type diagKernel struct{ fakekernel.Kernel }
 
-func diagVariant(name string, parts []string, f func(c *Case, outs []*Tensor)) Variant {
-	return Variant{Name: name, Doc: "does " + name, Parts: parts, Run: func(c *Case, outs []*Tensor) error {
-		if err := fakeRun(c, outs, ""); err != nil {
+func diagVariant(name string, parts []string, f func(c *difftest.Case, outs []*difftest.Tensor)) Variant {
+	return Variant{Name: name, Doc: "does " + name, Parts: parts, Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+		if err := fakekernel.Run(c, outs, ""); err != nil {
 			return err
 		}
 		f(c, outs)
@@ -26,8 +31,8 @@ func diagVariant(name string, parts []string, f func(c *Case, outs []*Tensor)) V
 	}}
 }
 
-func p1(_ *Case, outs []*Tensor) { outs[0].SetI32(0, outs[0].I32(0)+10) }
-func p2(c *Case, outs []*Tensor) {
+func p1(_ *difftest.Case, outs []*difftest.Tensor) { outs[0].SetI32(0, outs[0].I32(0)+10) }
+func p2(c *difftest.Case, outs []*difftest.Tensor) {
 	if c.Input("x").I32(1)%2 == 0 {
 		outs[0].SetI32(1, outs[0].I32(1)+20)
 	}
@@ -37,18 +42,18 @@ func (diagKernel) Variants() []Variant {
 	return []Variant{
 		diagVariant("p1", []string{"p1"}, p1),
 		diagVariant("p2", nil, p2),
-		diagVariant("p1+p2", []string{"p1", "p2"}, func(c *Case, outs []*Tensor) { p1(c, outs); p2(c, outs) }),
+		diagVariant("p1+p2", []string{"p1", "p2"}, func(c *difftest.Case, outs []*difftest.Tensor) { p1(c, outs); p2(c, outs) }),
 		{Name: "alias-off-by-one", Doc: "the off-by-one of a real kernel", Alias: "fake-off-by-one"},
-		{Name: "panics", Doc: "panics", Run: func(*Case, []*Tensor) error { panic("boom") }},
+		{Name: "panics", Doc: "panics", Run: func(*difftest.Case, []*difftest.Tensor) error { panic("boom") }},
 	}
 }
 
 // diagnoseWith runs impl (a variant or mutant Run) as the implementation
 // of c through the pipeline and diagnoses the failure.
-func diagnoseWith(t *testing.T, k Kernel, c *Case, run func(*Case, []*Tensor) error, budget time.Duration) (*Record, Diagnosis) {
+func diagnoseWith(t *testing.T, k difftest.Kernel, c *difftest.Case, run func(*difftest.Case, []*difftest.Tensor) error, budget time.Duration) (*difftest.Record, Diagnosis) {
 	t.Helper()
-	rec := NewRecord(c, "impl")
-	out, err := (&CaseRun{Impl: MutantImpl{Kernel: fakeName, Mutant: Mutant{Name: "impl", Run: run}}}).RunCase(context.Background(), k, c, rec)
+	rec := difftest.NewRecord(c, "impl")
+	out, err := (&difftest.CaseRun{Impl: difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: difftest.Mutant{Name: "impl", Run: run}}}).RunCase(context.Background(), k, c, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +65,9 @@ func diagnoseWith(t *testing.T, k Kernel, c *Case, run func(*Case, []*Tensor) er
 
 func TestDiagnose(t *testing.T) {
 	k := diagKernel{}
-	even := newFakeCase("even", []int32{1, 2, 3, 4}, []int64{0, 1, -1, 2}, 4)
-	odd := newFakeCase("odd", []int32{1, 3, 5, 7}, []int64{0, 1, -1, 2}, 4)
-	variant := func(name string) func(*Case, []*Tensor) error {
+	even := fakekernel.NewCase("even", []int32{1, 2, 3, 4}, []int64{0, 1, -1, 2}, 4)
+	odd := fakekernel.NewCase("odd", []int32{1, 3, 5, 7}, []int64{0, 1, -1, 2}, 4)
+	variant := func(name string) func(*difftest.Case, []*difftest.Tensor) error {
 		for _, v := range k.Variants() {
 			if v.Name == name {
 				return v.Run
@@ -71,7 +76,7 @@ func TestDiagnose(t *testing.T) {
 		t.Fatalf("no variant %s", name)
 		return nil
 	}
-	mutant := func(name string) func(*Case, []*Tensor) error {
+	mutant := func(name string) func(*difftest.Case, []*difftest.Tensor) error {
 		for _, m := range k.Mutants() {
 			if m.Name == name {
 				return m.Run
@@ -82,8 +87,8 @@ func TestDiagnose(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		why  string
-		c    *Case
-		run  func(*Case, []*Tensor) error
+		c    *difftest.Case
+		run  func(*difftest.Case, []*difftest.Tensor) error
 		want []string
 	}{
 		{"a mutant is itself; its alias is not run", even, mutant("fake-off-by-one"), []string{"fake-off-by-one"}},
@@ -91,8 +96,8 @@ func TestDiagnose(t *testing.T) {
 		{"a combination where both parts show is the combination", even, variant("p1+p2"), []string{"p1+p2"}},
 		{"a combination where one part shows is that part", odd, variant("p1+p2"), []string{"p1"}},
 		{"a single part is itself, not the combination", even, variant("p1"), []string{"p1"}},
-		{"an unknown fault is nothing", even, func(c *Case, outs []*Tensor) error {
-			fakeRun(c, outs, "")
+		{"an unknown fault is nothing", even, func(c *difftest.Case, outs []*difftest.Tensor) error {
+			fakekernel.Run(c, outs, "")
 			outs[0].SetI32(3, 99)
 			return nil
 		}, nil},
@@ -114,7 +119,7 @@ func TestDiagnose(t *testing.T) {
 // and the note says how far the diagnosis got; what matched before stays.
 func TestDiagnoseBudget(t *testing.T) {
 	k := slowKernel{}
-	c := newFakeCase("even", []int32{1, 2, 3, 4}, []int64{0, 1, -1, 2}, 4)
+	c := fakekernel.NewCase("even", []int32{1, 2, 3, 4}, []int64{0, 1, -1, 2}, 4)
 	start := time.Now()
 	_, d := diagnoseWith(t, k, c, k.Mutants()[0].Run, 200*time.Millisecond)
 	if el := time.Since(start); el > 5*time.Second {
@@ -128,67 +133,10 @@ func TestDiagnoseBudget(t *testing.T) {
 	}
 }
 
-type slowKernel struct{ fakeKernel }
+type slowKernel struct{ fakekernel.Kernel }
 
 func (slowKernel) Variants() []Variant {
-	return []Variant{{Name: "slow", Doc: "sleeps", Run: func(*Case, []*Tensor) error { time.Sleep(time.Minute); return nil }}}
-}
-
-// TestRunDiagnosis: Run with Config.Diagnose writes the diagnosis into the
-// record; the table prints "behaves like NAME: FAULT" under the failure,
-// JSON Lines a "diagnosis" list, JUnit the same line in the failure text;
-// a passing case and a run without Diagnose carry none.
-func TestRunDiagnosis(t *testing.T) {
-	_, m, ok := FindMutant("fake-off-by-one")
-	if !ok {
-		t.Fatal("no fake-off-by-one")
-	}
-	items := []Item{
-		{Index: 0, Seed: 1, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakeName, Family: "ramp", Name: "ramp"}}},
-	}
-	run := func(diag *DiagnoseConfig) *Report {
-		rep := &Report{Header: Header{Suite: "test", Impl: "mutant:fake-off-by-one"}}
-		sum, err := Run(context.Background(), Config{Items: items, Impl: MutantImpl{Kernel: fakeName, Mutant: m}, ImplName: "mutant:fake-off-by-one", Diagnose: diag,
-			OnRecord: func(r *Record) error { rep.Records = append(rep.Records, r); return nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep.Summary = &sum
-		return rep
-	}
-	if r := run(nil).Records[0]; r.Diagnosis != nil || r.DiagnosisNote != "" {
-		t.Errorf("diagnosed without Config.Diagnose: %v %q", r.Diagnosis, r.DiagnosisNote)
-	}
-	rep := run(&DiagnoseConfig{})
-	r := rep.Records[0]
-	if !slices.Equal(r.Diagnosis, []string{"fake-off-by-one"}) || r.DiagnosisNote != "" {
-		t.Fatalf("diagnosis %v %q", r.Diagnosis, r.DiagnosisNote)
-	}
-	line := "behaves like fake-off-by-one: the last element is one too large"
-	var tbl bytes.Buffer
-	if err := WriteTable(&tbl, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(tbl.String(), "\n    "+line+"\n") {
-		t.Errorf("table has no %q:\n%s", line, tbl.String())
-	}
-	var jl bytes.Buffer
-	if err := NewJSONLWriter(&jl).Record(r); err != nil {
-		t.Fatal(err)
-	}
-	var back struct {
-		Diagnosis []string `json:"diagnosis"`
-	}
-	if err := json.Unmarshal(jl.Bytes(), &back); err != nil || !slices.Equal(back.Diagnosis, []string{"fake-off-by-one"}) {
-		t.Errorf("JSON line %s: %v", jl.String(), err)
-	}
-	var ju bytes.Buffer
-	if err := WriteJUnit(&ju, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(ju.String(), line) {
-		t.Errorf("JUnit has no %q:\n%s", line, ju.String())
-	}
+	return []Variant{{Name: "slow", Doc: "sleeps", Run: func(*difftest.Case, []*difftest.Tensor) error { time.Sleep(time.Minute); return nil }}}
 }
 
 // TestDiagnoseTotalBudget: once the run's total budget is spent, a failing
@@ -203,9 +151,9 @@ func TestDiagnoseTotalBudget(t *testing.T) {
 		t.Errorf("second budget %v, want 300ms", got)
 	}
 	cfg.charge(400 * time.Millisecond)
-	c := newFakeCase("even", []int32{1, 2}, []int64{0, 1}, 2)
-	rec := NewRecord(c, "x")
-	diagnoseRecord(context.Background(), cfg, fakeKernel{}, c, Outcome{Got: PoisonedTensors(c, PoisonA), Want: PoisonedTensors(c, PoisonA)}, rec)
+	c := fakekernel.NewCase("even", []int32{1, 2}, []int64{0, 1}, 2)
+	rec := difftest.NewRecord(c, "x")
+	diagnoseRecord(context.Background(), cfg, fakekernel.Kernel{}, c, difftest.Outcome{Got: difftest.PoisonedTensors(c, difftest.PoisonA), Want: difftest.PoisonedTensors(c, difftest.PoisonA)}, rec)
 	if rec.Diagnosis != nil || !strings.Contains(rec.DiagnosisNote, "budget is spent") {
 		t.Errorf("diagnosis %v, note %q", rec.Diagnosis, rec.DiagnosisNote)
 	}
@@ -215,8 +163,8 @@ func TestDiagnoseTotalBudget(t *testing.T) {
 // themselves; a subject diagnosed as another name, or as nothing, fails
 // the selftest with a line saying so.
 func TestSelftestDiagnosis(t *testing.T) {
-	s := fakeSuite(t)
-	rows, ok, err := Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Kernels: []string{fakeName}})
+	s := fakekernel.Suite()
+	rows, ok, err := Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Kernels: []string{fakekernel.Name}})
 	if err != nil || !ok {
 		t.Fatalf("ok=%v err=%v", ok, err)
 	}
@@ -229,16 +177,16 @@ func TestSelftestDiagnosis(t *testing.T) {
 			t.Errorf("%s: diagnosed as %v, expects %v", r.Mutant, r.Diagnosis, r.Expect)
 		}
 	}
-	_, offByOne, _ := FindMutant("fake-off-by-one")
-	unknown := Mutant{Name: "unknown", Run: func(c *Case, outs []*Tensor) error {
-		fakeRun(c, outs, "")
+	_, offByOne, _ := difftest.FindMutant("fake-off-by-one")
+	unknown := difftest.Mutant{Name: "unknown", Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
+		fakekernel.Run(c, outs, "")
 		outs[0].SetI32(0, 99)
 		return nil
 	}}
 	subjects := []SelftestSubject{
-		{Kernel: fakeName, Name: "fake-skip-last", Impl: MutantImpl{Kernel: fakeName, Mutant: offByOne}, Diagnose: []string{"fake-skip-last"}},
-		{Kernel: fakeName, Name: "unknown", Impl: MutantImpl{Kernel: fakeName, Mutant: unknown}, Diagnose: []string{"unknown"}},
-		{Kernel: fakeName, Name: "unchecked", Impl: MutantImpl{Kernel: fakeName, Mutant: unknown}},
+		{Kernel: fakekernel.Name, Name: "fake-skip-last", Impl: difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: offByOne}, Diagnose: []string{"fake-skip-last"}},
+		{Kernel: fakekernel.Name, Name: "unknown", Impl: difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: unknown}, Diagnose: []string{"unknown"}},
+		{Kernel: fakekernel.Name, Name: "unchecked", Impl: difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: unknown}},
 	}
 	rows, ok, err = Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Subjects: subjects})
 	if err != nil || ok {

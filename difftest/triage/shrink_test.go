@@ -7,19 +7,24 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // shrinkKernel is the fake kernel with a Reducer: drop any one element of
 // x (with its out_loc), in order.
-type shrinkKernel struct{ fakeKernel }
+type shrinkKernel struct{ fakekernel.Kernel }
 
-func (shrinkKernel) SizeOf(c *Case) string { return fmt.Sprintf("%d elements", c.Input("x").Len()) }
+func (shrinkKernel) SizeOf(c *difftest.Case) string {
+	return fmt.Sprintf("%d elements", c.Input("x").Len())
+}
 
-func (shrinkKernel) Reductions(c *Case) []Reduction {
+func (shrinkKernel) Reductions(c *difftest.Case) []Reduction {
 	x, loc := c.Input("x"), c.Input("out_loc")
 	var rs []Reduction
 	for i := 0; i < x.Len(); i++ {
-		rs = append(rs, Reduction{What: fmt.Sprintf("drop %d", i), Key: "drop", Build: func() (*Case, error) {
+		rs = append(rs, Reduction{What: fmt.Sprintf("drop %d", i), Key: "drop", Build: func() (*difftest.Case, error) {
 			var xs []int32
 			var ls []int64
 			for j := 0; j < x.Len(); j++ {
@@ -30,7 +35,7 @@ func (shrinkKernel) Reductions(c *Case) []Reduction {
 			if len(xs) == 0 {
 				return nil, errors.New("empty")
 			}
-			return newFakeCase("s", xs, ls, c.Params.(fakeParams).Slots), nil
+			return fakekernel.NewCase("s", xs, ls, c.Params.(fakekernel.Params).Slots), nil
 		}})
 	}
 	return rs
@@ -38,9 +43,9 @@ func (shrinkKernel) Reductions(c *Case) []Reduction {
 
 func TestShrinkFake(t *testing.T) {
 	k := shrinkKernel{}
-	_, m, _ := FindMutant("fake-off-by-one")
-	impl := MutantImpl{Kernel: fakeName, Mutant: m}
-	c := newFakeCase("s", []int32{1, 2, 3, 4, 5, 6}, []int64{0, 1, 2, 3, 4, -1}, 8)
+	_, m, _ := difftest.FindMutant("fake-off-by-one")
+	impl := difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: m}
+	c := fakekernel.NewCase("s", []int32{1, 2, 3, 4, 5, 6}, []int64{0, 1, 2, 3, 4, -1}, 8)
 	var log []string
 	res, err := Shrink(context.Background(), k, c, ShrinkConfig{Impl: impl, Log: func(l string) { log = append(log, l) }})
 	if err != nil {
@@ -50,14 +55,14 @@ func TestShrinkFake(t *testing.T) {
 	if n := res.Shrunk.Input("x").Len(); n != 1 || res.ShrunkSize != "1 elements" || res.OriginalSize != "6 elements" {
 		t.Errorf("shrunk to %d (%s), from %s", n, res.ShrunkSize, res.OriginalSize)
 	}
-	if res.Class != Mismatch || res.Record.Class != Mismatch || !slices.Equal(res.FinalDiagnosis, []string{"fake-off-by-one"}) || res.Note != "" {
+	if res.Class != difftest.Mismatch || res.Record.Class != difftest.Mismatch || !slices.Equal(res.FinalDiagnosis, []string{"fake-off-by-one"}) || res.Note != "" {
 		t.Errorf("class %s/%s, diagnosis %v, note %q", res.Class, res.Record.Class, res.FinalDiagnosis, res.Note)
 	}
 	if len(res.Steps) != 5 || res.Attempts != 5 || !strings.Contains(strings.Join(log, "\n"), "kept   drop 0: 5 elements") {
 		t.Errorf("%d steps, %d attempts, log:\n%s", len(res.Steps), res.Attempts, strings.Join(log, "\n"))
 	}
 	// Enough stops at once.
-	res, err = Shrink(context.Background(), k, c, ShrinkConfig{Impl: impl, Enough: func(c *Case) bool { return c.Input("x").Len() <= 4 }})
+	res, err = Shrink(context.Background(), k, c, ShrinkConfig{Impl: impl, Enough: func(c *difftest.Case) bool { return c.Input("x").Len() <= 4 }})
 	if err != nil || res.Shrunk.Input("x").Len() != 4 || res.Note != "small enough" {
 		t.Errorf("Enough: %v, %s, %q", err, res.ShrunkSize, res.Note)
 	}
@@ -75,10 +80,10 @@ func TestShrinkFake(t *testing.T) {
 		t.Errorf("stopped: %v, %v, %q", err, res.ShrunkSize, res.Note)
 	}
 	// A passing case has nothing to shrink; a kernel without a Reducer cannot.
-	if _, err := Shrink(context.Background(), k, c, ShrinkConfig{Impl: ReferenceImpl{}}); !errors.Is(err, ErrShrinkPasses) {
+	if _, err := Shrink(context.Background(), k, c, ShrinkConfig{Impl: difftest.ReferenceImpl{}}); !errors.Is(err, ErrShrinkPasses) {
 		t.Errorf("reference: %v", err)
 	}
-	if _, err := Shrink(context.Background(), fakeKernel{}, c, ShrinkConfig{Impl: impl}); !errors.Is(err, ErrNoReducer) {
+	if _, err := Shrink(context.Background(), fakekernel.Kernel{}, c, ShrinkConfig{Impl: impl}); !errors.Is(err, ErrNoReducer) {
 		t.Errorf("no reducer: %v", err)
 	}
 }

@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 func TestDecadeAndIntegerBins(t *testing.T) {
@@ -26,28 +31,28 @@ func TestDecadeAndIntegerBins(t *testing.T) {
 
 func TestWriteHTML(t *testing.T) {
 	evil := `<script>alert("x")</script>`
-	run := &Report{
-		Header: Header{Suite: "quick", Impl: "emu", Seed: 7, GeneratorVersion: GeneratorVersion, Properties: map[string]string{PropDevice: "Fake GPU (sm_90)", PropEmulated: "the CPU emulator"}},
-		Records: []*Record{
-			{Case: "norm_rope_store/a", Kernel: "norm_rope_store", Verdict: VerdictPass, Metrics: map[string]any{"max_ulp": float64(0), "max_ratio": 0.004}},
-			{Case: "norm_rope_store/b", Kernel: "norm_rope_store", Verdict: VerdictFail, Class: Mismatch, Seed: 7, Device: "1",
+	run := &report.Report{
+		Header: difftest.Header{Suite: "quick", Impl: "emu", Seed: 7, GeneratorVersion: difftest.GeneratorVersion, Properties: map[string]string{difftest.PropDevice: "Fake GPU (sm_90)", difftest.PropEmulated: "the CPU emulator"}},
+		Records: []*difftest.Record{
+			{Case: "norm_rope_store/a", Kernel: "norm_rope_store", Verdict: difftest.VerdictPass, Metrics: map[string]any{"max_ulp": float64(0), "max_ratio": 0.004}},
+			{Case: "norm_rope_store/b", Kernel: "norm_rope_store", Verdict: difftest.VerdictFail, Class: difftest.Mismatch, Seed: 7, Device: "1",
 				Message: "cache token 6: got " + evil, Metrics: map[string]any{"max_ulp": float64(1), "max_ratio": 63.7},
-				Worst:  []Element{{Tensor: "cache", Index: "token 6", Got: "0x400a", Want: "0x400b", Ratio: RatioOf(63.7)}},
+				Worst:  []difftest.Element{{Tensor: "cache", Index: "token 6", Got: "0x400a", Want: "0x400b", Ratio: difftest.RatioOf(63.7)}},
 				Replay: "difftest run --run '^norm_rope_store/b$'"},
-			{Case: "topk_transform/c", Kernel: "topk_transform", Verdict: VerdictPass, Metrics: map[string]any{"recall": float64(1)}},
+			{Case: "topk_transform/c", Kernel: "topk_transform", Verdict: difftest.VerdictPass, Metrics: map[string]any{"recall": float64(1)}},
 		},
-		Summary: &Summary{Passed: 2, Failed: 1, Classes: map[Class]int{Mismatch: 1}, Elapsed: 2 * time.Second},
+		Summary: &difftest.Summary{Passed: 2, Failed: 1, Classes: map[difftest.Class]int{difftest.Mismatch: 1}, Elapsed: 2 * time.Second},
 	}
-	bench := &BenchReport{Type: "bench", Suite: "bench", Impl: "emu", Baseline: "old.fatbin", Emulated: true,
-		Method: BenchMethod{Runs: 6, Warmup: 1, Cold: ColdFlush, Timer: "cuda-events", Alpha: 0.05, L2Bytes: 4 << 20, FlushBytes: 8 << 20},
-		Results: []*BenchResult{{Case: "topk_transform/decode", MinBytes: 12288,
-			Builds: []BuildResult{
-				{Name: "emu", Verdict: VerdictPass, Stats: &Stats{N: 6, Median: 9 * time.Microsecond, MedianLo: 8 * time.Microsecond, MedianHi: 10 * time.Microsecond}, PctOfFloor: 42.5},
-				{Name: "old.fatbin", Verdict: VerdictPass, Stats: &Stats{N: 6, Median: 10 * time.Microsecond, MedianLo: 9 * time.Microsecond, MedianHi: 11 * time.Microsecond}}},
-			Comparison: &Comparison{Ratio: 0.9, Lo: 0.85, Hi: 0.95, HasCI: true, P: 0.002, Significant: true, NBase: 6, NNew: 6}}},
+	br := &bench.BenchReport{Type: "bench", Suite: "bench", Impl: "emu", Baseline: "old.fatbin", Emulated: true,
+		Method: bench.BenchMethod{Runs: 6, Warmup: 1, Cold: bench.ColdFlush, Timer: "cuda-events", Alpha: 0.05, L2Bytes: 4 << 20, FlushBytes: 8 << 20},
+		Results: []*bench.BenchResult{{Case: "topk_transform/decode", MinBytes: 12288,
+			Builds: []bench.BuildResult{
+				{Name: "emu", Verdict: difftest.VerdictPass, Stats: &stats.Stats{N: 6, Median: 9 * time.Microsecond, MedianLo: 8 * time.Microsecond, MedianHi: 10 * time.Microsecond}, PctOfFloor: 42.5},
+				{Name: "old.fatbin", Verdict: difftest.VerdictPass, Stats: &stats.Stats{N: 6, Median: 10 * time.Microsecond, MedianLo: 9 * time.Microsecond, MedianHi: 11 * time.Microsecond}}},
+			Comparison: &stats.Comparison{Ratio: 0.9, Lo: 0.85, Hi: 0.95, HasCI: true, P: 0.002, Significant: true, NBase: 6, NNew: 6}}},
 		Geomean: 0.9}
 	var b strings.Builder
-	err := WriteHTML(&b, &HTMLReport{Title: "nightly", Runs: []*Report{run}, Benches: []*BenchReport{bench},
+	err := WriteHTML(&b, &HTMLReport{Title: "nightly", Runs: []*report.Report{run}, Benches: []*bench.BenchReport{br},
 		Diagnoses: map[[2]int]string{{0, 1}: "behaves like bf16-truncate"},
 		Figures:   []Figure{{Name: "needle.svg", MIME: "image/svg+xml", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`)}},
 		Generated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})

@@ -5,24 +5,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // tableOf renders records (and their recounted summary) as the table.
-func tableOf(t *testing.T, recs ...*Record) string {
+func tableOf(t *testing.T, recs ...*difftest.Record) string {
 	t.Helper()
-	sum := &Summary{Elapsed: time.Second}
+	sum := &difftest.Summary{Elapsed: time.Second}
 	for _, r := range recs {
 		sum.Add(r)
 	}
 	var b bytes.Buffer
-	if err := WriteTable(&b, &Report{Header: Header{Suite: "quick", Seed: 1}, Records: recs, Summary: sum}); err != nil {
+	if err := WriteTable(&b, &report.Report{Header: difftest.Header{Suite: "quick", Seed: 1}, Records: recs, Summary: sum}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
-func passRec(id string, seed uint64) *Record {
-	return &Record{Case: id, Seed: seed, Verdict: VerdictPass, KeyMetric: "recall=1", KernelTime: 10 * time.Microsecond}
+func passRec(id string, seed uint64) *difftest.Record {
+	return &difftest.Record{Case: id, Seed: seed, Verdict: difftest.VerdictPass, KeyMetric: "recall=1", KernelTime: 10 * time.Microsecond}
 }
 
 // TestTableSeedColumn: with --repeat the rows of one case differ only in
@@ -50,10 +53,10 @@ func TestTableSeedColumn(t *testing.T) {
 // a tolerance (0 included: an exact hit of a tolerance), never for an
 // exactly compared one such as a top-k index.
 func TestTableWorstRatio(t *testing.T) {
-	r := &Record{Case: "k/a", Seed: 1, Verdict: VerdictFail, Class: Mismatch, Message: "m", Worst: []Element{
+	r := &difftest.Record{Case: "k/a", Seed: 1, Verdict: difftest.VerdictFail, Class: difftest.Mismatch, Message: "m", Worst: []difftest.Element{
 		{Tensor: "page_indices", Index: "[0][3]", Got: "-1", Want: "a pick"},
-		{Tensor: "cache", Index: "[7][12]", Got: "0x3f81", Want: "0x3f80", Ratio: RatioOf(1.5)},
-		{Tensor: "cache", Index: "[7][13]", Got: "0x3f80", Want: "0x3f80", Ratio: RatioOf(0)},
+		{Tensor: "cache", Index: "[7][12]", Got: "0x3f81", Want: "0x3f80", Ratio: difftest.RatioOf(1.5)},
+		{Tensor: "cache", Index: "[7][13]", Got: "0x3f80", Want: "0x3f80", Ratio: difftest.RatioOf(0)},
 	}}
 	out := tableOf(t, r)
 	for _, want := range []string{
@@ -73,14 +76,14 @@ func TestTableWorstRatio(t *testing.T) {
 // terminal as visible escapes: no control byte but the table's own
 // newlines, one line per row.
 func TestTableEscapesForeignText(t *testing.T) {
-	bad := &Record{Case: "topk_transform/x\nok      topk_transform/forged", Seed: 1, Verdict: VerdictFail, Class: Crash,
+	bad := &difftest.Record{Case: "topk_transform/x\nok      topk_transform/forged", Seed: 1, Verdict: difftest.VerdictFail, Class: difftest.Crash,
 		Message:   "exec program exited with status 1; stderr: \x1b[2J\x1b[Hall 19 passed\u202e",
-		Worst:     []Element{{Tensor: "out\x1b[31m", Index: "[0]", Got: "\x9b2J", Want: "x"}},
+		Worst:     []difftest.Element{{Tensor: "out\x1b[31m", Index: "[0]", Got: "\x9b2J", Want: "x"}},
 		Warnings:  []string{"saved \x07 capture"},
 		Replay:    "difftest replay --impl exec:./k '/tmp/a\x1b]0;title\x07.safetensors'",
 		KeyMetric: "valid=false", KernelTime: time.Microsecond}
 	out := tableOf(t, passRec("k/a", 1), bad)
-	if i := unsafeAt(strings.ReplaceAll(out, "\n", "")); i >= 0 {
+	if s := strings.ReplaceAll(out, "\n", ""); difftest.SafeText(s) != s {
 		t.Fatalf("a control character reaches the terminal:\n%q", out)
 	}
 	for _, want := range []string{
@@ -101,7 +104,7 @@ func TestTableEscapesForeignText(t *testing.T) {
 }
 
 func TestSummaryLineEscapes(t *testing.T) {
-	s := Summary{Failed: 1, Classes: map[Class]int{"x\x1b[2J": 1}, Aborted: "shard a.jsonl: \x1b[Hall passed\nreally"}
+	s := difftest.Summary{Failed: 1, Classes: map[difftest.Class]int{"x\x1b[2J": 1}, Aborted: "shard a.jsonl: \x1b[Hall passed\nreally"}
 	if got, want := SummaryLine(s), `0 passed, 1 failed (x\x1b[2J 1); stopped early: shard a.jsonl: \x1b[Hall passed really`; got != want {
 		t.Errorf("SummaryLine = %q, want %q", got, want)
 	}

@@ -254,3 +254,14 @@ func Suite() *difftest.Suite {
 		c("random", "random-5", map[string]any{"n": int64(5)}),
 	}}
 }
+
+// MinBytes makes the fake kernel a bench.TrafficModel: x (4 B) and out_loc
+// (8 B) read and y (4 B) written per element, and 4 B per written slot.
+func (k Kernel) MinBytes(c *difftest.Case) int64 {
+	n := int64(c.Params.(Params).N)
+	var slots int64
+	for _, r := range k.Written(c)[1] {
+		slots += int64(r.Len)
+	}
+	return 16*n + slots
+}

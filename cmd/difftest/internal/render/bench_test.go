@@ -1,4 +1,4 @@
-package bench
+package render
 
 import (
 	"context"
@@ -8,75 +8,69 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// MinBytes makes the fake kernel a TrafficModel: x (4 B) and out_loc
-// (8 B) read and y (4 B) written per element, and 4 B per written slot.
-func (k fakeKernel) MinBytes(c *Case) int64 {
-	n := int64(c.Params.(fakeParams).N)
-	var slots int64
-	for _, r := range k.Written(c)[1] {
-		slots += int64(r.Len)
-	}
-	return 16*n + slots
-}
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+)
 
 // timedFake is an implementation of the fake kernel that times itself:
 // TimeKernel returns the given times and, as the timed outputs, what
-// fakeRun gives with timedFault (for build b, faults[b]).
+// fakekernel.Run gives with timedFault (for build b, faults[b]).
 type timedFake struct {
 	name   string
 	fault  string // of the checked runs (Run)
 	times  [][]time.Duration
 	faults []string // of the timed outputs, per build
 	base   *timedFake
-	calls  []TimingOptions
+	calls  []bench.TimingOptions
 }
 
 func (f *timedFake) Name() string { return f.name }
 func (f *timedFake) Close() error { return nil }
-func (f *timedFake) Run(_ context.Context, _ Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
-	return RunInfo{KernelTime: time.Microsecond}, fakeRun(c, TensorsOf(outs), f.fault)
+func (f *timedFake) Run(_ context.Context, _ difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
+	return difftest.RunInfo{KernelTime: time.Microsecond}, fakekernel.Run(c, difftest.TensorsOf(outs), f.fault)
 }
-func (f *timedFake) Baseline() Impl {
+func (f *timedFake) Baseline() difftest.Impl {
 	if f.base == nil {
 		return nil
 	}
 	return f.base
 }
 func (f *timedFake) Properties() map[string]string {
-	return map[string]string{PropDevice: "Fake GPU (sm_90)"}
+	return map[string]string{difftest.PropDevice: "Fake GPU (sm_90)"}
 }
-func (f *timedFake) CopyBandwidth(context.Context, int, int) (*Bandwidth, error) {
-	return &Bandwidth{Bytes: 1 << 20, GBps: 100, Time: Stats{N: 10, Median: 20971 * time.Nanosecond}}, nil
+func (f *timedFake) CopyBandwidth(context.Context, int, int) (*bench.Bandwidth, error) {
+	return &bench.Bandwidth{Bytes: 1 << 20, GBps: 100, Time: stats.Stats{N: 10, Median: 20971 * time.Nanosecond}}, nil
 }
-func (f *timedFake) TimeKernel(_ context.Context, _ Kernel, c *Case, opt TimingOptions) (*Timing, error) {
+func (f *timedFake) TimeKernel(_ context.Context, _ difftest.Kernel, c *difftest.Case, opt bench.TimingOptions) (*bench.Timing, error) {
 	f.calls = append(f.calls, opt)
 	n := 1
 	if opt.Baseline {
 		n = 2
 	}
-	tm := &Timing{Poison: PoisonA, Copies: 1, FlushBytes: 2 << 20, ColdBytes: 2 << 20, L2Bytes: 1 << 20, Timer: "cuda-events"}
+	tm := &bench.Timing{Poison: difftest.PoisonA, Copies: 1, FlushBytes: 2 << 20, ColdBytes: 2 << 20, L2Bytes: 1 << 20, Timer: "cuda-events"}
 	for b := 0; b < n; b++ {
 		tm.Times = append(tm.Times, f.times[b][:opt.Runs])
-		bufs := NewBuffers(c, PoisonA)
+		bufs := difftest.NewBuffers(c, difftest.PoisonA)
 		fault := ""
 		if b < len(f.faults) {
 			fault = f.faults[b]
 		}
-		if err := fakeRun(c, TensorsOf(bufs), fault); err != nil {
+		if err := fakekernel.Run(c, difftest.TensorsOf(bufs), fault); err != nil {
 			return nil, err
 		}
-		tm.Outputs = append(tm.Outputs, [][]*Buffer{bufs})
+		tm.Outputs = append(tm.Outputs, [][]*difftest.Buffer{bufs})
 	}
 	return tm, nil
 }
 
-func fakeItems(t *testing.T) []Item {
+func fakeItems(t *testing.T) []difftest.Item {
 	t.Helper()
-	return []Item{
-		{Index: 0, Seed: 1, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakeName, Family: "ramp", Name: "ramp-n8", Params: map[string]any{"n": int64(8)}}}},
-		{Index: 1, Seed: 1, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakeName, Family: "random", Name: "random-n64", Params: map[string]any{"n": int64(64), "slots": int64(80)}}}},
+	return []difftest.Item{
+		{Index: 0, Seed: 1, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: fakekernel.Name, Family: "ramp", Name: "ramp-n8", Params: map[string]any{"n": int64(8)}}}},
+		{Index: 1, Seed: 1, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: fakekernel.Name, Family: "random", Name: "random-n64", Params: map[string]any{"n": int64(64), "slots": int64(80)}}}},
 	}
 }
 
@@ -90,14 +84,14 @@ func series(n int, start, step time.Duration) []time.Duration {
 
 func TestBenchOneBuild(t *testing.T) {
 	im := &timedFake{name: "cuda", times: [][]time.Duration{series(20, 10*time.Microsecond, 100*time.Nanosecond)}}
-	rep, err := Bench(context.Background(), BenchConfig{Suite: "t", Items: fakeItems(t), Impl: im, ImplName: "cuda", Warmup: 3, Runs: 20})
+	rep, err := bench.Bench(context.Background(), bench.BenchConfig{Suite: "t", Items: fakeItems(t), Impl: im, ImplName: "cuda", Warmup: 3, Runs: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Results) != 2 || rep.Failed() != 0 || rep.Method.Timer != "cuda-events" || rep.Method.FlushBytes != 2<<20 || rep.Method.L2Bytes != 1<<20 {
 		t.Fatalf("report %+v", rep)
 	}
-	if len(im.calls) != 2 || im.calls[0] != (TimingOptions{Warmup: 3, Runs: 20, Cold: ColdFlush}) {
+	if len(im.calls) != 2 || im.calls[0] != (bench.TimingOptions{Warmup: 3, Runs: 20, Cold: bench.ColdFlush}) {
 		t.Errorf("TimeKernel options %+v", im.calls)
 	}
 	r := rep.Results[0]
@@ -156,7 +150,7 @@ func TestBenchBaseline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bl := &timedFake{name: "cuda"}
 			im := &timedFake{name: "cuda", times: [][]time.Duration{tc.new, base}, base: bl}
-			rep, err := Bench(context.Background(), BenchConfig{Suite: "t", Items: fakeItems(t)[:1], Impl: im, ImplName: "cuda", Baseline: bl, BaselineName: "base.fatbin", Runs: 20})
+			rep, err := bench.Bench(context.Background(), bench.BenchConfig{Suite: "t", Items: fakeItems(t)[:1], Impl: im, ImplName: "cuda", Baseline: bl, BaselineName: "base.fatbin", Runs: 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +187,7 @@ func TestBenchSlowdown(t *testing.T) {
 	slower := series(20, 120*time.Microsecond, 1200*time.Nanosecond)
 	bl := &timedFake{name: "cuda"}
 	im := &timedFake{name: "cuda", times: [][]time.Duration{slower, base}, base: bl}
-	rep, err := Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: im, ImplName: "cuda", Baseline: bl, BaselineName: "b", Runs: 20})
+	rep, err := bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: im, ImplName: "cuda", Baseline: bl, BaselineName: "b", Runs: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,21 +204,21 @@ func TestBenchSlowdown(t *testing.T) {
 func TestBenchChecks(t *testing.T) {
 	ts := series(20, 10*time.Microsecond, 100*time.Nanosecond)
 	wrong := &timedFake{name: "cuda", fault: "off-by-one", times: [][]time.Duration{ts}}
-	rep, err := Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: wrong, ImplName: "cuda", Runs: 20})
+	rep, err := bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: wrong, ImplName: "cuda", Runs: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rep.Results[0]
-	if !r.Failed() || r.Builds[0].Class != Mismatch || r.Builds[0].Stats != nil || len(wrong.calls) != 0 || !strings.Contains(strings.Join(r.Warnings, ";"), "not timed") {
+	if !r.Failed() || r.Builds[0].Class != difftest.Mismatch || r.Builds[0].Stats != nil || len(wrong.calls) != 0 || !strings.Contains(strings.Join(r.Warnings, ";"), "not timed") {
 		t.Errorf("a mismatching kernel: %+v, calls %d", r, len(wrong.calls))
 	}
 	drift := &timedFake{name: "cuda", times: [][]time.Duration{ts}, faults: []string{"off-by-one"}}
-	rep, err = Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: drift, ImplName: "cuda", Runs: 20})
+	rep, err = bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: drift, ImplName: "cuda", Runs: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r = rep.Results[0]
-	if !r.Failed() || r.Builds[0].Class != Nondeterministic || !strings.Contains(r.Builds[0].Message, "timed launches (input copy 0): differ from the checked run's outputs: y byte 28") {
+	if !r.Failed() || r.Builds[0].Class != difftest.Nondeterministic || !strings.Contains(r.Builds[0].Message, "timed launches (input copy 0): differ from the checked run's outputs: y byte 28") {
 		t.Errorf("timed outputs differ: %+v", r.Builds[0])
 	}
 	var b strings.Builder
@@ -233,8 +227,8 @@ func TestBenchChecks(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 	stray := &timedFake{name: "cuda", times: [][]time.Duration{ts}, faults: []string{"write-negative"}}
-	rep, _ = Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: stray, ImplName: "cuda", Runs: 20})
-	if r := rep.Results[0].Builds[0]; r.Class != Guard || !strings.Contains(r.Message, "cache: byte 28 is outside what the contract writes") {
+	rep, _ = bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: stray, ImplName: "cuda", Runs: 20})
+	if r := rep.Results[0].Builds[0]; r.Class != difftest.Guard || !strings.Contains(r.Message, "cache: byte 28 is outside what the contract writes") {
 		t.Errorf("a timed launch writing a slot it does not own: %+v", r)
 	}
 }
@@ -250,21 +244,21 @@ type selfReported struct {
 
 func (s *selfReported) Name() string { return s.name }
 func (s *selfReported) Close() error { return nil }
-func (s *selfReported) Run(_ context.Context, _ Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
+func (s *selfReported) Run(_ context.Context, _ difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
 	*s.log = append(*s.log, s.name)
 	var t time.Duration
 	if s.times != nil {
 		t = s.times[s.i%len(s.times)]
 		s.i++
 	}
-	return RunInfo{KernelTime: t}, fakeRun(c, TensorsOf(outs), "")
+	return difftest.RunInfo{KernelTime: t}, fakekernel.Run(c, difftest.TensorsOf(outs), "")
 }
 
 func TestBenchByRuns(t *testing.T) {
 	var log []string
 	a := &selfReported{name: "A", times: series(4, 10*time.Microsecond, time.Microsecond), log: &log}
 	b := &selfReported{name: "B", times: series(4, 20*time.Microsecond, time.Microsecond), log: &log}
-	rep, err := Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: a, ImplName: "serve:a", Baseline: b, BaselineName: "serve:b", Warmup: 1, Runs: 3})
+	rep, err := bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: a, ImplName: "serve:a", Baseline: b, BaselineName: "serve:b", Warmup: 1, Runs: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,9 +277,9 @@ func TestBenchByRuns(t *testing.T) {
 	}
 	var none []string
 	quiet := &selfReported{name: "Q", log: &none}
-	_, err = Bench(context.Background(), BenchConfig{Items: fakeItems(t)[:1], Impl: quiet, ImplName: "exec:q", Runs: 3})
-	var re *RunError
-	if !errors.As(err, &re) || re.Class != Unavailable || !strings.Contains(re.Msg, "reports no kernel time") {
+	_, err = bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: quiet, ImplName: "exec:q", Runs: 3})
+	var re *difftest.RunError
+	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "reports no kernel time") {
 		t.Errorf("no kernel time: %v", err)
 	}
 }
