@@ -154,7 +154,7 @@ func checkSplit(names []string, reps []*Report) ([]difftest.Shard, error) {
 	var missing []string
 	for I := 0; I < n && len(missing) <= 8; I++ {
 		if _, ok := where[I]; !ok {
-			missing = append(missing, difftest.Shard{I, n}.String())
+			missing = append(missing, difftest.Shard{I: I, N: n}.String())
 		}
 	}
 	switch {

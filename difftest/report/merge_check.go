@@ -81,7 +81,7 @@ func checkCases(names []string, reps []*Report, shards []difftest.Shard) error {
 	for ri, r := range reps {
 		m := mergeShard{where: names[ri], sh: shards[ri], last: -1}
 		if m.sh.N == 0 {
-			m.sh = difftest.Shard{0, 1}
+			m.sh = difftest.Shard{I: 0, N: 1}
 		} else {
 			m.where += " (shard " + m.sh.String() + ")"
 		}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
@@ -130,7 +129,7 @@ func TestMergeLosesNoCase(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := MergeNamed(names[:len(tt.reps)], tt.reps)
 			if err == nil {
-				t.Fatalf("merged %d records (%s), want error %q", len(m.Records), render.SummaryLine(*m.Summary), tt.want)
+				t.Fatalf("merged %d records (%s), want error %q", len(m.Records), fmt.Sprintf("%+v", *m.Summary), tt.want)
 			}
 			if err.Error() != tt.want {
 				t.Errorf("err = %q\nwant  %q", err, tt.want)
@@ -164,7 +163,7 @@ func TestMergeSelectedAndCutShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m.Summary.Passed != tt.passed {
-				t.Errorf("summary %s, want %d passed", render.SummaryLine(*m.Summary), tt.passed)
+				t.Errorf("summary %s, want %d passed", fmt.Sprintf("%+v", *m.Summary), tt.passed)
 			}
 		})
 	}

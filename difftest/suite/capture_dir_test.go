@@ -14,6 +14,11 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/suite"
+
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
+	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline
+	_ "github.com/kerneldiff/kerneldiff/kernels/topk"     // registers topk_transform
 )
 
 // liveTopk writes a top-k capture as a live call would: scores of B rows

@@ -120,7 +120,7 @@ func TestItemsShardsAndRun(t *testing.T) {
 	}
 	seen := map[int]int{}
 	for i := 0; i < 3; i++ {
-		for _, it := range s.Items(difftest.Selection{Seed: 3, Repeat: 2, Shard: difftest.Shard{i, 3}}) {
+		for _, it := range s.Items(difftest.Selection{Seed: 3, Repeat: 2, Shard: difftest.Shard{I: i, N: 3}}) {
 			seen[it.Index]++
 		}
 	}

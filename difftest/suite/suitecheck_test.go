@@ -49,7 +49,7 @@ type countingKernel struct {
 
 func (k countingKernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	*k.drawn = append(*k.drawn, key)
-	return k.fakeKernel.NewCase(spec, seed, key)
+	return k.Kernel.NewCase(spec, seed, key)
 }
 
 // checkingKernel also checks specs itself: n must be even.
