@@ -51,8 +51,8 @@ func pythonImpl(b *testing.B, mode string, files ...string) difftest.Impl {
 // case (each case runs twice, poison A and B, when its first run passes;
 // the do-nothing implementation fails every case on its first run, so one
 // run per case there).
-func benchSuite(b *testing.B, impl difftest.Impl, suite string, runsPerCase int) {
-	s, err := suite.LoadSuiteFS(fixtures.Suites(), suite)
+func benchSuite(b *testing.B, impl difftest.Impl, suiteName string, runsPerCase int) {
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), suiteName)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func benchSuite(b *testing.B, impl difftest.Impl, suite string, runsPerCase int)
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum, err := difftest.Run(context.Background(), difftest.Config{Suite: suite, Source: items, Impl: impl, ImplName: impl.Name(), Timeout: time.Minute})
+		sum, err := difftest.Run(context.Background(), difftest.Config{Suite: suiteName, Source: items, Impl: impl, ImplName: impl.Name(), Timeout: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -233,7 +233,7 @@ func TestServeUnavailable(t *testing.T) {
 func TestServeNoHello(t *testing.T) {
 	bin := serveBuild(t)
 	t0 := time.Now()
-	_, err := difftest.NewServeImplHello(serveQuote(bin)+" -mode no-hello", time.Minute, 500*time.Millisecond)
+	_, err := proc.NewServeImplHello(serveQuote(bin)+" -mode no-hello", time.Minute, 500*time.Millisecond)
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "no hello within 500ms") {
 		t.Fatalf("got %v", err)

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
 	_ "github.com/kerneldiff/kerneldiff/kernels/logits"
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
@@ -67,19 +68,19 @@ func main() {
 	if *mode == "no-hello" {
 		time.Sleep(time.Hour)
 	}
-	protocol := difftest.ServeProtocol
+	protocol := proc.ServeProtocol
 	if *mode == "protocol2" {
 		protocol = 2
 	}
-	must(difftest.WriteServeMessage(rep, difftest.ServeHello{Type: "hello", Protocol: protocol, Kernels: strings.Split(*kernels, ","), Device: "serveimpl test device", Version: "serveimpl 1"}))
+	must(proc.WriteServeMessage(rep, proc.ServeHello{Type: "hello", Protocol: protocol, Kernels: strings.Split(*kernels, ","), Device: "serveimpl test device", Version: "serveimpl 1"}))
 	done := false // misbehaved once already
 	seen := 0     // runs of the matching case answered right (nondet)
 	for {
-		b, err := difftest.ReadServeMessage(req)
+		b, err := proc.ReadServeMessage(req)
 		if err != nil {
 			os.Exit(0) // end of requests
 		}
-		var r difftest.ServeRequest
+		var r proc.ServeRequest
 		must(json.Unmarshal(b, &r))
 		mem, err := syscall.Mmap(5, 0, int(r.ShmSize), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 		must(err)
@@ -91,7 +92,7 @@ func main() {
 		if bad {
 			done = true
 		}
-		reply := difftest.ServeReply{Type: "result", Seq: r.Seq, Status: "ok", KernelTimeNS: 1000}
+		reply := proc.ServeReply{Type: "result", Seq: r.Seq, Status: "ok", KernelTimeNS: 1000}
 		if bad {
 			switch *mode {
 			case "die":
@@ -143,7 +144,7 @@ func main() {
 			}
 		}
 		must(syscall.Munmap(mem))
-		must(difftest.WriteServeMessage(rep, reply))
+		must(proc.WriteServeMessage(rep, reply))
 		if bad && *mode == "error-exit" {
 			os.Exit(3)
 		}
@@ -152,12 +153,12 @@ func main() {
 
 // compute runs the kernel's Go reference on the request's tensors, with
 // the outputs as views of the shared memory.
-func compute(r *difftest.ServeRequest, mem []byte) error {
+func compute(r *proc.ServeRequest, mem []byte) error {
 	k, ok := difftest.LookupKernel(r.Kernel)
 	if !ok {
 		return fmt.Errorf("kernel %q is not registered", r.Kernel)
 	}
-	view := func(t difftest.ServeTensor) *difftest.Tensor {
+	view := func(t proc.ServeTensor) *difftest.Tensor {
 		return &difftest.Tensor{Name: t.Name, DType: difftest.DType(t.DType), Shape: t.Shape, Data: mem[t.Offset : t.Offset+t.NBytes : t.Offset+t.NBytes]}
 	}
 	ts := map[string]*difftest.Tensor{}
