@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/pipeline"
 )
 
 // `difftest study needle` on the reference: a table per margin with both
@@ -32,7 +33,7 @@ func TestStudyNeedle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []StudyRow
+	var rows []pipeline.StudyRow
 	if err := json.Unmarshal(raw, &rows); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package topk
+package render
 
 import (
 	"bytes"
@@ -6,12 +6,12 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
-// TestReportDetails runs mutants through the harness (difftest.Run) and
+// TestReportDetails runs topk_transform mutants through the harness (difftest.Run) and
 // reads the human table: the key metric names the rule that failed (a
 // wrong page slot shows wrong_slots=N, not missing=0) and the worst lines
 // name a tensor element, "page_indices[1][0]" or "scores[0][i]".
@@ -40,7 +40,7 @@ func TestReportDetails(t *testing.T) {
 			if !ok {
 				t.Fatalf("no mutant %s", tt.mutant)
 			}
-			spec := difftest.CaseSpec{Kernel: KernelName, Family: tt.family, Name: "report", Params: tt.params}
+			spec := difftest.CaseSpec{Kernel: topk.KernelName, Family: tt.family, Name: "report", Params: tt.params}
 			var recs []*difftest.Record
 			sum, err := difftest.Run(context.Background(), difftest.Config{
 				Suite:    "t.toml",
@@ -53,7 +53,7 @@ func TestReportDetails(t *testing.T) {
 				t.Fatalf("Run: %v, %d records", err, len(recs))
 			}
 			var buf bytes.Buffer
-			if err := render.WriteTable(&buf, &report.Report{Records: recs, Summary: &sum}); err != nil {
+			if err := WriteTable(&buf, &report.Report{Records: recs, Summary: &sum}); err != nil {
 				t.Fatal(err)
 			}
 			for _, re := range []string{tt.key, tt.worst} {
@@ -63,4 +63,13 @@ func TestReportDetails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ints makes a suite's list parameter of ints (TOML integers are int64).
+func ints(xs ...int) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
 }
