@@ -176,7 +176,7 @@ type SuiteCase struct {
 	Spec CaseSpec
 	File string
 	// Capture, when set, is a capture file the case is read from as it
-	// runs (a suite that is a folder of captures, LoadCaptureDir) instead
+	// runs (a suite that is a folder of captures, suite.LoadCaptureDir) instead
 	// of being drawn from (seed, Spec).
 	Capture string
 }

@@ -181,7 +181,7 @@ type Kernel interface {
 // error NewCase would return for spec (an unknown family or parameter, a
 // mistyped or out-of-range value), without drawing any input. It must
 // return nil exactly when NewCase would succeed for every seed. Loading a
-// suite checks every case with it (CheckCaseSpec) before any case runs; a
+// suite checks every case with it (suite.CheckCaseSpec) before any case runs; a
 // kernel without it has each case drawn once and discarded instead.
 type SpecChecker interface {
 	CheckSpec(spec CaseSpec) error
@@ -287,7 +287,7 @@ type ImplOptions struct {
 	Device  int           // --device
 	Timeout time.Duration // --timeout, per case
 	// Baseline is bench's --baseline FATBIN for cuda and emu: a second
-	// build loaded beside Fatbin (BaselineProvider); "" for none.
+	// build loaded beside Fatbin (bench.BaselineProvider); "" for none.
 	Baseline string
 	// Devices (more than one), or AllDevices, asks cuda and emu for one
 	// worker per device (--device 0,2,3 or --device all): the factory

@@ -31,7 +31,7 @@ type Config struct {
 	// Replay builds a record's replay command; nil leaves it empty.
 	Replay func(rec *Record) string
 	// ReplayCapture builds the command that replays a record's saved
-	// capture (rec.Capture); nil leaves ReplayCaptureCommand's default.
+	// capture (rec.Capture); nil leaves report.ReplayCaptureCommand's default.
 	ReplayCapture func(rec *Record) string
 	// OnRecord receives each record as its case ends (reports stream
 	// from here); an error stops the run and is returned.
@@ -102,7 +102,7 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 // error (the CLI rejects it first, as a usage error).
 //
 // Items from a loaded suite have had their parameters checked
-// (ParseSuite); a spec the kernel rejects that reaches Run anyway stops
+// (suite.ParseSuite); a spec the kernel rejects that reaches Run anyway stops
 // it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()

@@ -3,7 +3,7 @@
 // kernel must move, the device's copy bandwidth measured in the same run,
 // and the ratio of the two (% of the bandwidth floor); with a baseline
 // build, both timed interleaved on the same inputs and compared as
-// benchstat compares (bench_stats.go).
+// benchstat compares (difftest/bench/stats).
 //
 // The method follows the kernel benchmarks of the projects whose kernels
 // these are:
@@ -21,6 +21,7 @@
 // pipeline (RunCase) on each build before it is timed, and the outputs of
 // the timed launches are checked again afterwards (guards, canaries, and
 // the same result as the checked run by Kernel.Equivalent).
+
 package bench
 
 import (

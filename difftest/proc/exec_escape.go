@@ -12,6 +12,7 @@
 // exactly this run's descendants, wherever they moved. A descendant that
 // clears its environment is not found; its stderr is given up on after
 // execStderrGrace.
+
 package proc
 
 import (

@@ -1,6 +1,7 @@
 // Joining shard reports (`difftest merge`): the reports of every shard
 // I/N, 0 ≤ I < N, of one split of one run become the report of the whole
 // run, or nothing does.
+
 package report
 
 import (

@@ -1,6 +1,7 @@
 // A merge that cannot lose a case: each shard report's records are
 // checked against its header (the run's size and selection) and its own
 // summary line before MergeNamed joins them.
+
 package report
 
 import (

@@ -2,6 +2,7 @@
 // written as the case ends, a summary line. Each line goes out in one
 // Write with no buffering in between, so a crash loses nothing already
 // decided.
+
 package report
 
 import (

@@ -2,6 +2,7 @@
 // (Jenkins' and Ant's junit.xsd): one <testsuite> per seed, one <testcase>
 // per case with classname = kernel and name = case id, a <failure> whose
 // type is the failure class, and <properties> for the run.
+
 package report
 
 import (

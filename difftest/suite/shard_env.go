@@ -1,6 +1,7 @@
 // --shard auto (docs/nightly.md): the shard I/N of a run from the engine
 // that started it: a Slurm job array, a Kubernetes indexed Job, or an
 // explicit KD_SHARD (a CI matrix).
+
 package suite
 
 import (

@@ -16,6 +16,7 @@
 //
 // A named suite is every *.toml file in one folder of an fs.FS (the
 // embedded fixtures/suites/NAME/), read in lexical order.
+
 package suite
 
 import (

@@ -8,6 +8,7 @@
 // topk-page-row0: translates every row through page_table row 0". The
 // diagnosis is a hint next to the verdict, never a verdict: a case with no
 // match says nothing.
+
 package triage
 
 import (

@@ -1,5 +1,6 @@
 // The selftest of docs/mutants.md: the suite must catch every catalog
 // mutant, and the reference must pass every case.
+
 package triage
 
 import (

@@ -7,6 +7,7 @@
 // smallest K), and a proposal is kept when the implementation still fails
 // it with the same class and the same diagnosis. A shrunk case is a
 // capture: it need not come from any input generator.
+
 package triage
 
 import (

@@ -8,6 +8,7 @@
 // so the interval excludes 1 exactly when the test finds a difference.
 // Nothing here assumes a normal distribution: kernel times are skewed
 // (a slow tail of clock ramps, preemptions and cache misses).
+
 package stats
 
 import (

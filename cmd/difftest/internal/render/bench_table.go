@@ -2,6 +2,7 @@
 // comparisons: one row per case, the center with its ± interval, the
 // ratio to the baseline with its interval and "~" where the U test finds
 // no difference, footnotes for warnings, a geomean row.
+
 package render
 
 import (

@@ -7,6 +7,7 @@
 // Every string from a report file goes through html/template's escaping;
 // figures are embedded as data: URIs of <img> elements, where an SVG's
 // scripts never run.
+
 package render
 
 import (

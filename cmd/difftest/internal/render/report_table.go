@@ -1,6 +1,7 @@
 // The human report: one aligned line per case, the failures with their
 // replay commands, numbered footnotes for warnings (as benchstat prints
 // them), and a summary line.
+
 package render
 
 import (
