@@ -2,6 +2,7 @@ package suite
 
 import (
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -145,5 +146,24 @@ func TestParseShard(t *testing.T) {
 		if _, err := difftest.ParseShard(bad); err == nil {
 			t.Errorf("ParseShard(%q) accepted", bad)
 		}
+	}
+}
+
+// TestFakeSuiteParses: fakekernel.Suite, the suite the harness's tests
+// run, is what ParseSuite makes of its file (SuiteTOML and random-5).
+func TestFakeSuiteParses(t *testing.T) {
+	cases, err := ParseSuite("fake.toml", []byte(fakekernel.SuiteTOML+`
+[[case]]
+kernel = "fake_scatter"
+family = "random"
+name = "random-5"
+[case.params]
+n = 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fakekernel.Suite().Cases; !reflect.DeepEqual(cases, want) {
+		t.Errorf("ParseSuite gives\n%+v\nfakekernel.Suite has\n%+v", cases, want)
 	}
 }
