@@ -10,6 +10,7 @@
 //	difftest bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--cold flush|rotate] [--json FILE] [--max-slowdown X]
 //	difftest report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html
 //	difftest gpu-selftest [--suite NAME|FILE|DIR] [--fatbin FILE] [--reference] [flags]
+//	difftest gpu-check [--device N] [--steps "info suite ..."] [--dist DIR]
 //	difftest info [--fatbin FILE] [--device N]
 //	difftest help
 //

@@ -164,6 +164,7 @@ func commands() []command {
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
 		{"report", "report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html", "one self-contained HTML page of runs, failures, histograms and bench tables", reportCmd},
 		{"bench", "bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--json FILE] [flags]", "time kernels with a cold L2 against the copy-bandwidth floor; A/B two builds", benchCmd},
+		{"gpu-check", gpuCheckUsage, "the whole GPU check of a bundle: info, suite, bench, GPU selftest, sanitizers, GPU tests; a table last", gpuCheckCmd},
 	}
 }
 
