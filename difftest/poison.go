@@ -72,6 +72,8 @@ func fill(b []byte, p Poison) {
 	}
 }
 
+// TensorsOf returns the output tensor of each buffer (the middle, between
+// its guards), in order.
 func TensorsOf(bufs []*Buffer) []*Tensor {
 	ts := make([]*Tensor, len(bufs))
 	for i, b := range bufs {

@@ -23,7 +23,7 @@ type Params struct {
 	Slots int `json:"slots"`
 }
 
-// Kernel is the fake_scatter contract (difftest.Kernel).
+// Kernel is the fake_scatter contract; its methods are difftest.Kernel's.
 type Kernel struct{}
 
 // Name is the kernel's registered name.
