@@ -2,8 +2,8 @@
 // events and a cold L2, for one build or two interleaved (the fatbin and a
 // --baseline fatbin loaded beside it in the same context, reading the same
 // input buffers), and measures the device's copy bandwidth; the `cuda`
-// implementation exposes both to the harness (difftest.KernelTimer,
-// difftest.BaselineProvider, difftest.BandwidthMeter). The method is
+// implementation exposes both to the harness (bench.KernelTimer,
+// bench.BaselineProvider, bench.BandwidthMeter). The method is
 // difftest/bench.go's: FlashInfer's flush of a buffer at least twice the
 // L2 before each run (written with cuMemsetD8, outside the timed events),
 // or sglang's rotation of input copies whose total exceeds twice the L2.
@@ -17,12 +17,14 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 )
 
 // benchSpec asks the worker for timed runs of a request's case.
 type benchSpec struct {
 	Warmup, Runs int
-	Cold         difftest.ColdCache
+	Cold         bench.ColdCache
 	Modules      []int // the builds to time, interleaved: [0] or [0, 1]
 }
 
@@ -137,7 +139,7 @@ func (wk *worker) bench(req *request) reply {
 	nb := len(spec.Modules)
 	perCopy := max(inBytes+outBytes*int64(nb), 1)
 	br := &benchReply{L2Bytes: l2, Copies: 1}
-	if spec.Cold == difftest.ColdRotate {
+	if spec.Cold == bench.ColdRotate {
 		// Enough copies that the other copies between two runs on one
 		// exceed twice the L2; never more than there are launches (then
 		// each copy runs once, and its data is as cold as with the copies
@@ -355,7 +357,7 @@ func (wk *worker) bandwidth(spec *bandwidthSpec) reply {
 	return reply{Bandwidth: rep}
 }
 
-// TimeKernel implements difftest.KernelTimer: it sends the case with
+// TimeKernel implements bench.KernelTimer: it sends the case with
 // output buffers poisoned with difftest.PoisonA to the worker as one bench
 // request (with the baseline build too when opt.Baseline) and returns the
 // times and the timed outputs. The worker is waited for up to the
@@ -363,7 +365,7 @@ func (wk *worker) bandwidth(spec *bandwidthSpec) reply {
 // plus one). Errors are *difftest.RunError as for Run; asking for a
 // baseline this implementation was not given is a *difftest.RunError of
 // class Unavailable.
-func (im *Impl) TimeKernel(ctx context.Context, _ difftest.Kernel, c *difftest.Case, opt difftest.TimingOptions) (*difftest.Timing, error) {
+func (im *Impl) TimeKernel(ctx context.Context, _ difftest.Kernel, c *difftest.Case, opt bench.TimingOptions) (*bench.Timing, error) {
 	mods := []int{0}
 	if opt.Baseline {
 		if im.baseline == "" {
@@ -373,7 +375,7 @@ func (im *Impl) TimeKernel(ctx context.Context, _ difftest.Kernel, c *difftest.C
 	}
 	cold := opt.Cold
 	if cold == "" {
-		cold = difftest.ColdFlush
+		cold = bench.ColdFlush
 	}
 	bufs := difftest.NewBuffers(c, difftest.PoisonA)
 	im.mu.Lock()
@@ -392,7 +394,7 @@ func (im *Impl) TimeKernel(ctx context.Context, _ difftest.Kernel, c *difftest.C
 	if br == nil || len(br.Times) != len(mods) || len(br.Outputs) != len(mods) {
 		return nil, &difftest.RunError{Class: difftest.Crash, Msg: "GPU worker protocol error: a bench reply without its times or outputs"}
 	}
-	tm := &difftest.Timing{Poison: difftest.PoisonA, Copies: br.Copies, FlushBytes: br.FlushBytes, ColdBytes: br.ColdBytes, L2Bytes: br.L2Bytes, Timer: "cuda-events"}
+	tm := &bench.Timing{Poison: difftest.PoisonA, Copies: br.Copies, FlushBytes: br.FlushBytes, ColdBytes: br.ColdBytes, L2Bytes: br.L2Bytes, Timer: "cuda-events"}
 	for b := range mods {
 		ts := make([]time.Duration, len(br.Times[b]))
 		for i, ns := range br.Times[b] {
@@ -423,10 +425,10 @@ func (im *Impl) TimeKernel(ctx context.Context, _ difftest.Kernel, c *difftest.C
 	return tm, nil
 }
 
-// CopyBandwidth implements difftest.BandwidthMeter: device-to-device
+// CopyBandwidth implements bench.BandwidthMeter: device-to-device
 // copies of four times the L2 (within [16 MiB, 1 GiB]), warmup untimed and
 // runs timed with events; GBps counts the bytes read and written.
-func (im *Impl) CopyBandwidth(ctx context.Context, warmup, runs int) (*difftest.Bandwidth, error) {
+func (im *Impl) CopyBandwidth(ctx context.Context, warmup, runs int) (*bench.Bandwidth, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	im.seq++
@@ -442,14 +444,14 @@ func (im *Impl) CopyBandwidth(ctx context.Context, warmup, runs int) (*difftest.
 	for i, ns := range r.Bandwidth.TimesNS {
 		ts[i] = time.Duration(ns)
 	}
-	bw := &difftest.Bandwidth{Bytes: r.Bandwidth.Bytes, Time: difftest.Summarize(ts)}
+	bw := &bench.Bandwidth{Bytes: r.Bandwidth.Bytes, Time: stats.Summarize(ts)}
 	if m := bw.Time.Median; m > 0 {
 		bw.GBps = 2 * float64(bw.Bytes) / m.Seconds() / 1e9
 	}
 	return bw, nil
 }
 
-// Baseline implements difftest.BaselineProvider: the implementation that
+// Baseline implements bench.BaselineProvider: the implementation that
 // runs the --baseline fatbin in the same worker, or nil without one.
 func (im *Impl) Baseline() difftest.Impl {
 	if im.baseline == "" {

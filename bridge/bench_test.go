@@ -10,6 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
 )
 
 // benchRequest is the wire request of a test_copy case of n bytes with
@@ -67,7 +68,7 @@ func checkTimedCopy(t *testing.T, c *difftest.Case, full []byte, what string) {
 
 func TestWorkerBenchFlushTwoBuilds(t *testing.T) {
 	wk, d := openFakeWorker(t, true)
-	req, c := benchRequest(t, 3000, &benchSpec{Warmup: 2, Runs: 5, Cold: difftest.ColdFlush, Modules: []int{0, 1}})
+	req, c := benchRequest(t, 3000, &benchSpec{Warmup: 2, Runs: 5, Cold: bench.ColdFlush, Modules: []int{0, 1}})
 	r := wk.bench(req)
 	if r.Class != difftest.Pass || r.Bench == nil {
 		t.Fatalf("reply %+v", r)
@@ -98,7 +99,7 @@ func TestWorkerBenchFlushTwoBuilds(t *testing.T) {
 func TestWorkerBenchRotate(t *testing.T) {
 	wk, _ := openFakeWorker(t, false)
 	const n = 100 << 10 // 100 KiB input, 108 KiB of guarded output: 208 KiB a copy
-	req, c := benchRequest(t, n, &benchSpec{Warmup: 3, Runs: 20, Cold: difftest.ColdRotate, Modules: []int{0}})
+	req, c := benchRequest(t, n, &benchSpec{Warmup: 3, Runs: 20, Cold: bench.ColdRotate, Modules: []int{0}})
 	r := wk.bench(req)
 	if r.Class != difftest.Pass {
 		t.Fatalf("reply %+v", r)
@@ -117,7 +118,7 @@ func TestWorkerBenchRotate(t *testing.T) {
 		checkTimedCopy(t, c, outs[0], "a rotated copy")
 	}
 	// Fewer launches than copies: one copy per launch.
-	req, _ = benchRequest(t, n, &benchSpec{Warmup: 1, Runs: 4, Cold: difftest.ColdRotate, Modules: []int{0}})
+	req, _ = benchRequest(t, n, &benchSpec{Warmup: 1, Runs: 4, Cold: bench.ColdRotate, Modules: []int{0}})
 	if r := wk.bench(req); r.Class != difftest.Pass || r.Bench.Copies != 5 || r.Bench.ColdBytes != 10*perCopy {
 		t.Errorf("5 launches: %+v", r.Bench)
 	}
@@ -165,7 +166,7 @@ func TestImplTimeKernel(t *testing.T) {
 	}
 	defer im.Close()
 	c := copyCase("timed", faultNone, 5000)
-	tm, err := im.TimeKernel(context.Background(), nil, c, difftest.TimingOptions{Warmup: 1, Runs: 6, Cold: difftest.ColdFlush})
+	tm, err := im.TimeKernel(context.Background(), nil, c, bench.TimingOptions{Warmup: 1, Runs: 6, Cold: bench.ColdFlush})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestImplTimeKernel(t *testing.T) {
 		t.Fatalf("timing %+v", tm)
 	}
 	checkCopy(t, c, tm.Outputs[0][0][0], difftest.PoisonA)
-	if _, err := im.TimeKernel(context.Background(), nil, c, difftest.TimingOptions{Runs: 2, Baseline: true}); err == nil || !strings.Contains(err.Error(), "no baseline fatbin") {
+	if _, err := im.TimeKernel(context.Background(), nil, c, bench.TimingOptions{Runs: 2, Baseline: true}); err == nil || !strings.Contains(err.Error(), "no baseline fatbin") {
 		t.Errorf("a baseline without --baseline: %v", err)
 	}
 	if im.Baseline() != nil {

@@ -147,11 +147,11 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "real":
 		// The production worker command, with whatever driver this machine has.
-		os.Exit(runWorker(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(Worker(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	case "fake-by-fatbin":
 		// The production worker's flags; the fatbin's bytes pick a correct
 		// (any content) or buggy ("TOPK_BUG") fake topk kernel.
-		fs := flag.NewFlagSet(workerCommand, flag.ExitOnError)
+		fs := flag.NewFlagSet(WorkerCommand, flag.ExitOnError)
 		fatbin := fs.String("fatbin", "", "")
 		fs.Int("device", 0, "")
 		fs.String("driver", "", "")

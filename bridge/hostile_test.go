@@ -30,13 +30,8 @@ func TestDriverEnvFIFO(t *testing.T) {
 		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "KD_LIBCUDA: driver library "+fifo+" is a FIFO") {
 			t.Errorf("NewImpl: %v, want unavailable naming the FIFO", err)
 		}
-		info, ok := difftest.LookupCommand("info")
-		if !ok {
-			t.Error("no info command")
-			return
-		}
 		var out, errb bytes.Buffer
-		info.Run(context.Background(), nil, &out, &errb)
+		Info(context.Background(), nil, &out, &errb)
 		if !strings.Contains(out.String()+errb.String(), "is a FIFO, not a shared library file") {
 			t.Errorf("info: stdout %q stderr %q, want the FIFO named", out.String(), errb.String())
 		}

@@ -254,7 +254,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
 	spawn := func() *exec.Cmd {
-		args := []string{workerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
+		args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
 		if baseAbs != "" {
 			args = append(args, "--baseline", baseAbs)
 		}

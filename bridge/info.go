@@ -24,7 +24,9 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Info is `difftest info` (cmd/difftest registers it): the device,
+// driver, fatbin images and build; it returns the exit code.
+func Info(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("difftest info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to describe, relative to the working directory")

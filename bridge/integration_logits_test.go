@@ -10,6 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
 )
@@ -87,7 +88,7 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 // fake device: the packed struct, the grid and the guarded output travel
 // as on a GPU; a wrong score fails the case.
 func TestLogitsThroughHarness(t *testing.T) {
-	suite, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	suite, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
@@ -90,7 +91,7 @@ func fakeNormRope(bug bool) fakecuda.Kernel {
 // norm_rope_store's quick-suite cases through the harness pipeline on the
 // fake device: the in/out cache travels with its canary and guards.
 func TestNormRopeThroughHarness(t *testing.T) {
-	suite, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	suite, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		t.Fatal(err)
 	}

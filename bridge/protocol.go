@@ -28,8 +28,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// workerCommand is the hidden subcommand that runs the worker.
-const workerCommand = "cuda-worker"
+// WorkerCommand is the hidden subcommand that runs the worker.
+const WorkerCommand = "cuda-worker"
 
 // workerEnv is set to "1" in the worker's environment by its parent; the
 // worker command refuses to run without it, so that started by hand it

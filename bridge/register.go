@@ -1,5 +1,6 @@
-// Registration with the harness: the `cuda` implementation, `difftest
-// info`, and the hidden worker command.
+// Registration with the harness: the `cuda` and `emu` implementations.
+// The commands `difftest info`, `gpu-selftest` and the hidden worker are
+// Info, GPUSelftest and Worker, which cmd/difftest registers.
 
 package bridge
 
@@ -18,32 +19,14 @@ import (
 func init() {
 	difftest.RegisterImpl("cuda", NewImpl)
 	difftest.RegisterImpl("emu", NewEmuImpl)
-	difftest.RegisterCommand(difftest.Command{
-		Name:    "info",
-		Summary: "device, driver, fatbin images and build of this difftest",
-		Usage:   "info [--fatbin FILE] [--device N]",
-		Run:     runInfo,
-	})
-	difftest.RegisterCommand(difftest.Command{
-		Name:    "gpu-selftest",
-		Summary: "check that the suite catches every CUDA fault build (-DKD_FAULT_<NAME>)",
-		Usage:   "gpu-selftest [--suite NAME|FILE] [--fatbin FILE] [--reference] [flags]",
-		Run:     runGPUSelftest,
-	})
-	difftest.RegisterCommand(difftest.Command{
-		Name:    workerCommand,
-		Summary: "GPU worker process of the cuda implementation (internal)",
-		Hidden:  true,
-		Run:     runWorker,
-	})
 }
 
-// runWorker is `difftest cuda-worker --fatbin PATH --device N --driver LIB`, started by
+// Worker is `difftest cuda-worker --fatbin PATH --device N --driver LIB`, started by
 // Impl with the protocol pipes on fds 3 and 4. Exit 0 at the end of the
 // requests (and for --help), 1 after a lost context or an unusable device,
 // 2 on bad usage.
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("difftest "+workerCommand, flag.ContinueOnError)
+func Worker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("difftest "+WorkerCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to load")
 	device := fs.Int("device", 0, "CUDA device ordinal")

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -108,19 +110,15 @@ func (l *lazyImpl) Close() error {
 	return err
 }
 
-// loadSuiteArg resolves --suite as `difftest run` does: an embedded suite
-// name, or a file (a path or a .toml name).
-func loadSuiteArg(name string) (*difftest.Suite, error) {
-	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
-		return difftest.LoadSuiteFile(name)
-	}
-	return difftest.LoadSuiteFS(fixtures.Suites(), name)
-}
-
-func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// GPUSelftest is `difftest gpu-selftest` (cmd/difftest registers it):
+// it returns the exit code, 0 when every fault build was caught (and,
+// with --reference, the real build passed), 1 when one was not, 2 on a
+// usage error or a malformed fault list, 125 when nothing could be tested
+// (a missing fault build, no usable device).
+func GPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("difftest gpu-selftest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	suiteName := fs.String("suite", "default", "suite `NAME|FILE`: an embedded suite (see difftest list suites) or a TOML file")
+	suiteName := fs.String("suite", "default", "suite `NAME|FILE|DIR`: an embedded suite (see difftest list suites), a TOML file, or a folder of capture files")
 	seed := fs.Uint64("seed", 1, "suite seed")
 	fatbin := fs.String("fatbin", DefaultFatbin, "the real build, relative to the working directory; its folder's faults/ holds the fault builds")
 	faultsDir := fs.String("faults", "", "folder of the fault builds NAME.fatbin (default: faults/ next to --fatbin)")
@@ -156,17 +154,17 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "gpu-selftest:", err)
 		return difftest.ExitUsage
 	}
-	suite, err := loadSuiteArg(*suiteName)
+	st, err := suite.Resolve(*suiteName, fixtures.Suites())
 	if err != nil {
 		fmt.Fprintln(stderr, "gpu-selftest:", err)
 		return difftest.ExitUsage
 	}
-	var subjects []difftest.SelftestSubject
+	var subjects []triage.SelftestSubject
 	var impls []*lazyImpl
 	add := func(kernel, name, fault, path string) {
 		l := &lazyImpl{opts: difftest.ImplOptions{Fatbin: path, Device: *device, Timeout: *timeout}}
 		impls = append(impls, l)
-		subjects = append(subjects, difftest.SelftestSubject{Kernel: kernel, Name: name, Fault: fault, Impl: l})
+		subjects = append(subjects, triage.SelftestSubject{Kernel: kernel, Name: name, Fault: fault, Impl: l})
 	}
 	if *reference {
 		for _, k := range difftest.Kernels() {
@@ -195,8 +193,8 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 			l.Close()
 		}
 	}()
-	rows, ok, err := difftest.Selftest(ctx, difftest.SelftestConfig{
-		Suite: suite, Seed: *seed, Timeout: *timeout, Parallel: *parallel, Subjects: subjects,
+	rows, ok, err := triage.Selftest(ctx, triage.SelftestConfig{
+		Suite: st, Seed: *seed, Timeout: *timeout, Parallel: *parallel, Subjects: subjects,
 	})
 	if err != nil {
 		var re *difftest.RunError
@@ -214,7 +212,7 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 			return difftest.ExitUntestable
 		}
 	}
-	if err := difftest.WriteSelftestTable(stdout, rows, ok); err != nil {
+	if err := triage.WriteSelftestTable(stdout, rows, ok); err != nil {
 		return difftest.ExitUntestable
 	}
 	if !ok {

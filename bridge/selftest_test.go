@@ -143,7 +143,7 @@ func TestGPUSelftestCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			write("faults.txt", tt.list)
 			var stdout, stderr strings.Builder
-			code := runGPUSelftest(context.Background(), []string{"--suite", "quick", "--fatbin", filepath.Join(dir, "kernels.fatbin"), "--parallel", "2"}, &stdout, &stderr)
+			code := GPUSelftest(context.Background(), []string{"--suite", "quick", "--fatbin", filepath.Join(dir, "kernels.fatbin"), "--parallel", "2"}, &stdout, &stderr)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -18,7 +19,7 @@ import (
 // kernel. It bounds from above what scripts/gpu-check's suite step (55 s
 // on the GPU machine) spends outside the kernels. Every case must pass.
 func BenchmarkDefaultSuiteFakeDevice(b *testing.B) {
-	s, err := difftest.LoadSuiteFS(fixtures.Suites(), "default")
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), "default")
 	if err != nil {
 		b.Fatal(err)
 	}

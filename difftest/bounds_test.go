@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // boundedAlloc is what one hostile input may cost: far below the file
@@ -209,9 +211,9 @@ func TestExecOutputBounded(t *testing.T) {
 	sparseFile(t, y2G, `{"y":{"dtype":"F32","shape":[536870912],"data_offsets":[0,2147483648]},"cache":{"dtype":"U8","shape":[6],"data_offsets":[2147483648,2147483654]}}`, 2<<30+6)
 	// Correct outputs followed by a 64 GiB tensor the contract does not
 	// name: the outputs are read, the rest never is.
-	c := captureCase(t, 2, 3)
-	want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, 2, 3), captureCanary(6)}
-	must(t, copyKernel{}.Reference(c, want))
+	c := fakekernel.CopyCase(2, 3)
+	want := []*difftest.Tensor{difftest.MustTensor("y", difftest.F32, 2, 3), fakekernel.Canary(6)}
+	must(t, fakekernel.CopyKernel{}.Reference(c, want))
 	junk := filepath.Join(dir, "junk-64GiB.safetensors")
 	header := `{"y":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"cache":{"dtype":"U8","shape":[6],"data_offsets":[24,30]},"junk":{"dtype":"U8","shape":[65536,1048576],"data_offsets":[30,68719476766]}}`
 	body := append(append(captureFile(header, nil), want[0].Data...), want[1].Data...)
@@ -238,17 +240,17 @@ func TestExecOutputBounded(t *testing.T) {
 			case "outputs and 64 GiB of junk":
 				arg0 = junk
 			}
-			impl := difftest.NewExecImpl("sh -c "+execQuote(tc.script)+" "+execQuote(arg0), 20*time.Second)
+			impl := proc.NewExecImpl("sh -c "+difftest.ShellQuote(tc.script)+" "+difftest.ShellQuote(arg0), 20*time.Second)
 			defer impl.Close()
-			bufs := execBuffers(c)
+			bufs := fakekernel.Buffers(c)
 			var err error
-			bounded(t, func() { _, err = impl.Run(context.Background(), copyKernel{}, c, bufs) })
+			bounded(t, func() { _, err = impl.Run(context.Background(), fakekernel.CopyKernel{}, c, bufs) })
 			t.Log(err)
 			if tc.class == difftest.Pass {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				if res := (copyKernel{}).Check(c, execTensors(bufs), want); res.Failed() {
+				if res := (fakekernel.CopyKernel{}).Check(c, difftest.TensorsOf(bufs), want); res.Failed() {
 					t.Errorf("outputs read back wrong: %s", res.Message)
 				}
 				return

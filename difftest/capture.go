@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -54,11 +55,12 @@ type CaptureError struct {
 }
 
 func (e *CaptureError) Error() string {
-	return captureOneLine("capture " + e.Path + ": " + e.detail())
+	return CaptureOneLine("capture " + e.Path + ": " + e.Detail())
 }
 
-// detail is the message without the file name.
-func (e *CaptureError) detail() string {
+// Detail is the message without the file name (for a caller whose
+// temporary path is gone).
+func (e *CaptureError) Detail() string {
 	var b strings.Builder
 	if e.Tensor != "" {
 		b.WriteString(e.Tensor)
@@ -241,6 +243,48 @@ func (s *stFile) read(name string) (*Tensor, error) {
 	return t, nil
 }
 
+// SafetensorsFile is a safetensors file opened with its header read and
+// checked, its tensors not yet read (OpenSafetensors): the exec protocol
+// reads out.safetensors this way, one output at a time, each after its
+// dtype and shape match the contract.
+type SafetensorsFile struct{ s *stFile }
+
+// OpenSafetensors opens the regular file at path and reads and checks its
+// header (bounded by the file's size and MaxHeaderBytes, data offsets
+// tiling the data section); no tensor byte is read. Errors are
+// *CaptureError values, as ReadSafetensors's. The caller closes the file.
+func OpenSafetensors(path string) (*SafetensorsFile, error) {
+	s, err := openSafetensors(path)
+	if err != nil {
+		return nil, err
+	}
+	return &SafetensorsFile{s}, nil
+}
+
+// Close closes the file.
+func (f *SafetensorsFile) Close() { f.s.close() }
+
+// Entry returns the dtype and shape the header gives the tensor named
+// name, and whether there is one.
+func (f *SafetensorsFile) Entry(name string) (DType, []int, bool) {
+	e, ok := f.s.entries[name]
+	return e.dtype, e.shape, ok
+}
+
+// Names returns the names of the file's tensors, sorted.
+func (f *SafetensorsFile) Names() []string {
+	names := make([]string, 0, len(f.s.entries))
+	for n := range f.s.entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Read reads the tensor named name (which must be one of Names) into a
+// fresh Tensor; the header has bounded its size by the file's.
+func (f *SafetensorsFile) Read(name string) (*Tensor, error) { return f.s.read(name) }
+
 // ReadSafetensors reads a whole safetensors file. It returns every tensor
 // by name (Data is a fresh copy owned by the caller) and the
 // __metadata__ strings (an empty map when absent). Errors are
@@ -421,7 +465,7 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 	if c == nil || c.Kernel == "" || c.ID == "" {
 		return &CaptureError{Path: path, Rule: "case has no kernel or id"}
 	}
-	params, err := captureParamsJSON(c.Params)
+	params, err := CaptureParamsJSON(c.Params)
 	if err != nil {
 		return &CaptureError{Path: path, Tensor: captureMetaName(MetaParams), Rule: "cannot marshal the case's params", Err: err}
 	}
@@ -656,8 +700,8 @@ func captureCheckExtra(c *Case, t *Tensor) error {
 		strings.Join(names, ", "), GotPrefix, WantPrefix, c.Kernel)
 }
 
-// captureParamsJSON renders a case's Params for the "params" metadata key.
-func captureParamsJSON(p any) (string, error) {
+// CaptureParamsJSON renders a case's Params for the "params" metadata key.
+func CaptureParamsJSON(p any) (string, error) {
 	b, err := json.Marshal(p)
 	return string(b), err
 }
@@ -675,9 +719,9 @@ func captureCheckName(name string) error {
 	return nil
 }
 
-// captureOneLine folds a multi-line text into one line for reports: lines are
+// CaptureOneLine folds a multi-line text into one line for reports: lines are
 // trimmed, blank ones dropped, the rest joined with " | ".
-func captureOneLine(s string) string {
+func CaptureOneLine(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}

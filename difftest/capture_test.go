@@ -1,12 +1,11 @@
-// Tests of the capture file format (safetensors) and the test-only kernel
-// copy_kernel that the capture and exec tests share.
+// Tests of the capture file format (safetensors), on the test-only kernel
+// copy_kernel (fakekernel.CopyKernel) that the capture and exec tests share.
 
 package difftest_test
 
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,160 +16,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
+	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
+	_ "github.com/kerneldiff/kerneldiff/kernels/pipeline" // registers pipeline
+	_ "github.com/kerneldiff/kerneldiff/kernels/topk"     // registers topk_transform
 )
-
-// copyKernel is a test-only kernel contract: input x f32 [rows, cols]
-// (every element finite), output y f32 [rows, cols] = x bytewise, and the
-// InOut output cache u8 [2·cols] whose bytes [0, cols) become byte(stamp+i)
-// and whose other bytes keep their canary. testdata/execimpl implements
-// the same contract as an exec program.
-type copyKernel struct{}
-
-type copyParams struct {
-	Rows  int `json:"rows"`
-	Cols  int `json:"cols"`
-	Stamp int `json:"stamp"`
-}
-
-func init() { difftest.RegisterKernel(copyKernel{}) }
-
-func (copyKernel) Name() string       { return "copy_kernel" }
-func (copyKernel) Families() []string { return []string{"ramp"} }
-
-func (k copyKernel) outputs(p copyParams) []difftest.OutputSpec {
-	return []difftest.OutputSpec{
-		{Name: "y", DType: difftest.F32, Shape: []int{p.Rows, p.Cols}},
-		{Name: "cache", DType: difftest.U8, Shape: []int{2 * p.Cols}, InOut: true},
-	}
-}
-
-// NewCase fills x with the ramp x[i] = i/4 − 3 + (key mod 5).
-func (k copyKernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
-	if spec.Family != "ramp" {
-		return nil, fmt.Errorf("case %s: unknown family %q", spec.ID(), spec.Family)
-	}
-	pr := difftest.NewParams(spec.ID(), spec.Params)
-	p := copyParams{Rows: pr.Int("rows", 2), Cols: pr.Int("cols", 3), Stamp: pr.Int("stamp", 7)}
-	if err := pr.Err(); err != nil {
-		return nil, err
-	}
-	x, err := difftest.NewTensor("x", difftest.F32, p.Rows, p.Cols)
-	if err != nil {
-		return nil, err
-	}
-	for i := range x.Len() {
-		x.SetF32(i, float32(i)/4-3+float32(key%5))
-	}
-	return &difftest.Case{ID: spec.ID(), Kernel: k.Name(), Family: spec.Family, Seed: seed, Key: key,
-		Params: p, Inputs: []*difftest.Tensor{x}, Outputs: k.outputs(p)}, nil
-}
-
-func (k copyKernel) FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
-	var p copyParams
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("params: %v", err)
-	}
-	x := tensors["x"]
-	if x == nil {
-		return nil, difftest.Inputf("x", nil, "missing from the capture")
-	}
-	// Dtype and shape only: ReadCapture passes the tensors before their
-	// bytes are read (Kernel.FromTensors).
-	if x.DType != difftest.F32 {
-		return nil, difftest.Inputf("x", nil, "dtype must be F32, got %s", x.DType)
-	}
-	if len(x.Shape) != 2 || x.Shape[0] != p.Rows || x.Shape[1] != p.Cols {
-		return nil, difftest.Inputf("x", nil, "shape must be [%d %d] (rows, cols), got %v", p.Rows, p.Cols, x.Shape)
-	}
-	return &difftest.Case{ID: id, Kernel: k.Name(), Params: p, Inputs: []*difftest.Tensor{x.Clone()}, Outputs: k.outputs(p)}, nil
-}
-
-func (copyKernel) Validate(c *difftest.Case) error {
-	x := c.Input("x")
-	cols := c.Params.(copyParams).Cols
-	for i := range x.Len() {
-		if v := x.F32(i); math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return difftest.Inputf("x", []int{i / cols, i % cols}, "must be finite, got %v", v)
-		}
-	}
-	return nil
-}
-
-func (copyKernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
-	copy(outs[0].Data, c.Input("x").Data)
-	stamp := c.Params.(copyParams).Stamp
-	for i := range len(outs[1].Data) / 2 {
-		outs[1].Data[i] = byte(stamp + i)
-	}
-	return nil
-}
-
-func (copyKernel) Written(c *difftest.Case) [][]difftest.Range {
-	return [][]difftest.Range{{{Off: 0, Len: c.Outputs[0].Bytes()}}, {{Off: 0, Len: c.Outputs[1].Bytes() / 2}}}
-}
-
-func (copyKernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
-	for i := range a {
-		if !bytes.Equal(a[i].Data, b[i].Data) {
-			return fmt.Errorf("%s differs between runs", a[i].Name)
-		}
-	}
-	return nil
-}
-
-// Check compares y element by element and cache byte by byte, exactly.
-func (copyKernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
-	for i := range got[0].Len() {
-		if got[0].U32(i) != want[0].U32(i) {
-			return difftest.Result{Class: difftest.Mismatch,
-				Message: fmt.Sprintf("y[%d]: got %v, want %v", i, got[0].F32(i), want[0].F32(i)),
-				Worst:   []difftest.Element{{Tensor: "y", Index: fmt.Sprintf("[%d]", i), Got: fmt.Sprint(got[0].F32(i)), Want: fmt.Sprint(want[0].F32(i))}}}
-		}
-	}
-	if i := captureFirstDiff(got[1].Data, want[1].Data); i >= 0 {
-		return difftest.Result{Class: difftest.Mismatch, Message: fmt.Sprintf("cache[%d]: got 0x%02x, want 0x%02x", i, got[1].Data[i], want[1].Data[i])}
-	}
-	return difftest.Result{}
-}
-
-func (copyKernel) Mutants() []difftest.Mutant { return nil }
-
-func captureFirstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
-}
-
-// captureCase draws a copy_kernel case.
-func captureCase(t *testing.T, rows, cols int) *difftest.Case {
-	t.Helper()
-	spec := difftest.CaseSpec{Kernel: "copy_kernel", Family: "ramp", Name: fmt.Sprintf("r%dc%d", rows, cols),
-		Params: map[string]any{"rows": int64(rows), "cols": int64(cols), "stamp": int64(11)}}
-	c, err := copyKernel{}.NewCase(spec, 42, 0x9e3779b97f4a7c15)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// captureCanary is the initial cache state: 0xA5 ^ i, so an echo of the
-// wrong bytes cannot pass for the canary.
-func captureCanary(n int) *difftest.Tensor {
-	t := difftest.MustTensor("cache", difftest.U8, n)
-	for i := range t.Data {
-		t.Data[i] = 0xA5 ^ byte(i)
-	}
-	return t
-}
 
 func TestCaptureRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
@@ -184,12 +37,12 @@ func TestCaptureRoundTrip(t *testing.T) {
 		{"zero cols: x is [3, 0], cache is [0]", 3, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := captureCase(t, tc.rows, tc.cols)
+			c := fakekernel.CopyCase(tc.rows, tc.cols)
 			var extra []*difftest.Tensor
 			if tc.extra {
-				want := []*difftest.Tensor{difftest.MustTensor("want.y", difftest.F32, tc.rows, tc.cols), captureCanary(2 * tc.cols)}
+				want := []*difftest.Tensor{difftest.MustTensor("want.y", difftest.F32, tc.rows, tc.cols), fakekernel.Canary(2 * tc.cols)}
 				want[1].Name = "want.cache"
-				if err := (copyKernel{}).Reference(c, want); err != nil {
+				if err := (fakekernel.CopyKernel{}).Reference(c, want); err != nil {
 					t.Fatal(err)
 				}
 				got := want[0].Clone()
@@ -197,7 +50,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 				if got.Len() > 0 {
 					got.SetF32(0, 1e9)
 				}
-				extra = []*difftest.Tensor{captureCanary(2 * tc.cols), got, want[0], want[1]}
+				extra = []*difftest.Tensor{fakekernel.Canary(2 * tc.cols), got, want[0], want[1]}
 			}
 			path := filepath.Join(t.TempDir(), "case.safetensors")
 			if err := difftest.WriteCapture(path, c, extra); err != nil {
@@ -242,7 +95,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 // TestCaptureMetadata pins the __metadata__ keys and spellings a capture
 // carries, read with the plain safetensors reader.
 func TestCaptureMetadata(t *testing.T) {
-	c := captureCase(t, 1, 2)
+	c := fakekernel.CopyCase(1, 2)
 	path := filepath.Join(t.TempDir(), "m.safetensors")
 	if err := difftest.WriteCapture(path, c, nil); err != nil {
 		t.Fatal(err)
@@ -308,7 +161,7 @@ func captureFile(header string, data []byte) []byte {
 // the file and the problem, and wraps ErrCapture (and ErrInvalidInput when
 // the kernel rejects the inputs).
 func TestReadCaptureErrors(t *testing.T) {
-	good := captureCase(t, 2, 3)
+	good := fakekernel.CopyCase(2, 3)
 	goodMeta := map[string]string{"kernel": "copy_kernel", "case": good.ID, "params": `{"rows":2,"cols":3,"stamp":1}`}
 	with := func(k, v string) map[string]string {
 		m := maps(goodMeta)
@@ -460,10 +313,10 @@ func TestReadCaptureMissingFile(t *testing.T) {
 // TestReadCaptureExecInput: an exec protocol in.safetensors (kernel,
 // params and case only) replays as a capture.
 func TestReadCaptureExecInput(t *testing.T) {
-	c := captureCase(t, 2, 2)
+	c := fakekernel.CopyCase(2, 2)
 	path := filepath.Join(t.TempDir(), "in.safetensors")
 	meta := map[string]string{"kernel": c.Kernel, "params": `{"rows":2,"cols":2,"stamp":11}`, "case": c.ID}
-	if err := difftest.WriteSafetensors(path, []*difftest.Tensor{c.Input("x"), captureCanary(4)}, meta); err != nil {
+	if err := difftest.WriteSafetensors(path, []*difftest.Tensor{c.Input("x"), fakekernel.Canary(4)}, meta); err != nil {
 		t.Fatal(err)
 	}
 	back, extra, err := difftest.ReadCapture(path)
@@ -473,13 +326,13 @@ func TestReadCaptureExecInput(t *testing.T) {
 	if back.Seed != 0 || back.Key != 0 || back.ID != c.ID || back.Input("x").Digest() != c.Input("x").Digest() {
 		t.Errorf("read %+v", back)
 	}
-	if extra["cache"] == nil || !bytes.Equal(extra["cache"].Data, captureCanary(4).Data) {
+	if extra["cache"] == nil || !bytes.Equal(extra["cache"].Data, fakekernel.Canary(4).Data) {
 		t.Errorf("cache not returned as extra: %v", extra)
 	}
 }
 
 func TestWriteCaptureErrors(t *testing.T) {
-	c := captureCase(t, 2, 3)
+	c := fakekernel.CopyCase(2, 3)
 	short := difftest.MustTensor("want.y", difftest.F32, 2, 3)
 	short.Data = short.Data[:20]
 	bad := *c
@@ -493,7 +346,7 @@ func TestWriteCaptureErrors(t *testing.T) {
 		{"extra reusing an input name", c, []*difftest.Tensor{c.Input("x").Clone()}, `"x": is also an input of the case`},
 		{"extra naming no output", c, []*difftest.Tensor{difftest.MustTensor("got.q", difftest.U8, 1)}, `"got.q": is neither an input nor an output`},
 		{"extra of the wrong shape", c, []*difftest.Tensor{difftest.MustTensor("cache", difftest.U8, 5)}, `"cache": must be U8[6] like output cache, got U8[5]`},
-		{"extra named twice", c, []*difftest.Tensor{captureCanary(6), captureCanary(6)}, `"cache": name used twice`},
+		{"extra named twice", c, []*difftest.Tensor{fakekernel.Canary(6), fakekernel.Canary(6)}, `"cache": name used twice`},
 		{"data shorter than the shape", c, []*difftest.Tensor{short}, `"want.y": bad layout`},
 		{"params that do not marshal", &bad, nil, `__metadata__["params"]: cannot marshal`},
 		{"no case", nil, nil, "case has no kernel or id"},

@@ -1,8 +1,26 @@
-// Package difftest is kerneldiff's kernel-agnostic harness (docs/architecture.md,
-// docs/running.md, docs/interfaces.md, docs/mutants.md): the Case, Tensor, Kernel and Impl types, the case pipeline,
-// suites, reports, exit codes, the exec protocol and the selftest. It
-// never imports a kernel package; kernels and device implementations
-// register themselves (RegisterKernel, RegisterImpl, RegisterCommand).
+// Package difftest is kerneldiff's kernel-agnostic harness core
+// (docs/architecture.md, docs/running.md, docs/interfaces.md,
+// docs/mutants.md): the Case, Tensor, Kernel and Impl types, errors,
+// params, poison, records, the case pipeline and the runner, chains,
+// replay commands, captures and exit codes. It never imports a kernel
+// package nor any package beside it; kernels and implementations register
+// themselves (RegisterKernel, RegisterImpl, RegisterImplPrefix), and the
+// run takes its diagnosis as a hook (Config.Diagnose).
+//
+// # Layers
+//
+// Beside the core, each importing it and never the reverse (a test,
+// layers_test.go, enforces the order):
+//
+//	difftest/suite        suites: parsing, the matrix form, capture folders, shards, --suite (Resolve)
+//	difftest/proc         the exec and serve protocols (registers exec: and serve:)
+//	difftest/bench        timing and A/B; difftest/bench/stats, its statistics (stdlib only)
+//	difftest/triage       diagnosis, shrinking, the selftest
+//	difftest/report       JSON Lines, JUnit, merge and its checks
+//
+// Below it are the leaves rng (Philox), numeric and detmath. Rendering
+// (the table, HTML, the bench table) and every subcommand live under
+// cmd/difftest.
 //
 // # The case pipeline (CaseRun.RunCase)
 //
@@ -45,9 +63,9 @@
 //
 // Every case yields a Record. The CLI streams them as JSON Lines (a
 // Header line first, one "case" line per case written as it ends, a
-// Summary line last; ReadJSONL reads a file cut short by a crash), prints
-// the human table (WriteTable) and writes JUnit XML (WriteJUnit: one
+// Summary line last; report.ReadJSONL reads a file cut short by a crash), prints
+// the human table and writes JUnit XML (report.WriteJUnit: one
 // <testsuite> per seed, one <testcase> per case). Shards (--shard I/N,
 // 0-based, split by the case's index in the seed-major expanded suite)
-// are joined by Merge.
+// are joined by report.Merge.
 package difftest

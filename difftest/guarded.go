@@ -10,6 +10,7 @@ package difftest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,3 +126,24 @@ var ErrNoReader = errors.New("a FIFO with no reader")
 // larger file is refused from its size before anything is read, so that
 // what is parsed from it is bounded too.
 const MaxReportFile = 2 << 30
+
+// FileKind names the type of a file mode for messages: "a directory", "a
+// character device", "a named pipe (FIFO)", "a socket", "a block device",
+// "a regular file", or "a special file".
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "a special file"
+}

@@ -21,7 +21,7 @@ func (ReferenceImpl) Name() string { return "reference" }
 
 // Run computes the reference outputs into outs.
 func (ReferenceImpl) Run(_ context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
-	return RunInfo{}, k.Reference(c, tensorsOf(outs))
+	return RunInfo{}, k.Reference(c, TensorsOf(outs))
 }
 
 // Close does nothing.
@@ -41,9 +41,9 @@ func (m MutantImpl) Name() string { return "mutant:" + m.Mutant.Name }
 // Run runs the mutant on cases of its kernel, the reference on others.
 func (m MutantImpl) Run(_ context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
 	if k.Name() != m.Kernel {
-		return RunInfo{}, k.Reference(c, tensorsOf(outs))
+		return RunInfo{}, k.Reference(c, TensorsOf(outs))
 	}
-	return RunInfo{}, m.Mutant.Run(c, tensorsOf(outs))
+	return RunInfo{}, m.Mutant.Run(c, TensorsOf(outs))
 }
 
 // Close does nothing.
@@ -62,8 +62,9 @@ func FindMutant(name string) (Kernel, Mutant, bool) {
 }
 
 // ImplNames lists the implementation names this build can resolve:
-// "reference", every "mutant:NAME", "exec:CMD" and the registered
-// factories (sorted).
+// "reference", the registered factories (sorted), PREFIX+"CMD" for each
+// registered prefix (sorted: "exec:CMD", "serve:CMD") and every
+// "mutant:NAME".
 func ImplNames() []string {
 	names := []string{"reference"}
 	registry.Lock()
@@ -72,7 +73,9 @@ func ImplNames() []string {
 	}
 	registry.Unlock()
 	sort.Strings(names[1:])
-	names = append(names, "exec:CMD", "serve:CMD")
+	for _, p := range implPrefixes() {
+		names = append(names, p.prefix+"CMD")
+	}
 	for _, k := range Kernels() {
 		for _, m := range k.Mutants() {
 			names = append(names, "mutant:"+m.Name)
@@ -94,10 +97,10 @@ func DefaultImpl() string {
 // ErrUnknownImpl is wrapped by NewImpl's error for a name it cannot resolve.
 var ErrUnknownImpl = errors.New("unknown implementation")
 
-// NewImpl resolves an --impl value: "reference", "mutant:NAME", "exec:CMD"
-// (CMD is split into words by SplitCommand and its program checked by
-// OpenExecImpl), "serve:CMD" (started here: NewServeImpl) or a registered
-// factory name such as "cuda". An implementation that cannot run here (an
+// NewImpl resolves an --impl value: "reference", "mutant:NAME", a
+// registered prefix and its command ("exec:CMD" and "serve:CMD", which
+// difftest/proc registers: RegisterImplPrefix) or a registered factory
+// name such as "cuda". An implementation that cannot run here (an
 // exec or serve program that cannot be started included) is a *RunError
 // of class Unavailable; an unknown name wraps ErrUnknownImpl.
 func NewImpl(name string, opts ImplOptions) (Impl, error) {
@@ -110,22 +113,15 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 			return nil, fmt.Errorf("%w %q: no such mutant (see `difftest list mutants`)", ErrUnknownImpl, name)
 		}
 		return MutantImpl{Kernel: k.Name(), Mutant: m}, nil
-	case strings.HasPrefix(name, "exec:"):
-		cmd := strings.TrimPrefix(name, "exec:")
-		if strings.TrimSpace(cmd) == "" {
-			return nil, fmt.Errorf("%w %q: exec: needs a command", ErrUnknownImpl, name)
+	}
+	for _, p := range implPrefixes() {
+		if strings.HasPrefix(name, p.prefix) {
+			arg := strings.TrimPrefix(name, p.prefix)
+			if strings.TrimSpace(arg) == "" {
+				return nil, fmt.Errorf("%w %q: %s needs a command", ErrUnknownImpl, name, p.prefix)
+			}
+			return p.open(arg, opts)
 		}
-		return OpenExecImpl(cmd, opts.Timeout)
-	case strings.HasPrefix(name, "serve:"):
-		cmd := strings.TrimPrefix(name, "serve:")
-		if strings.TrimSpace(cmd) == "" {
-			return nil, fmt.Errorf("%w %q: serve: needs a command", ErrUnknownImpl, name)
-		}
-		ctx := opts.Context
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		return NewServeImplContext(ctx, cmd, opts.Timeout)
 	}
 	f, ok := LookupImpl(name)
 	if !ok {
@@ -134,13 +130,13 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 	return f(opts)
 }
 
-// runGuarded calls impl.Run with a per-run time-out and turns the ways an
+// RunGuarded calls impl.Run with a per-run time-out and turns the ways an
 // implementation can fail into a *RunError with its class: a panic is
 // Crash (with the panicking frame), a run past the deadline is Timeout, a
 // plain error is Crash. An in-process implementation that ignores ctx
 // cannot be stopped: on time-out its goroutine is abandoned, still
 // holding its own buffers, which the harness never reuses.
-func runGuarded(ctx context.Context, impl Impl, k Kernel, c *Case, outs []*Buffer, timeout time.Duration) (RunInfo, *RunError) {
+func RunGuarded(ctx context.Context, impl Impl, k Kernel, c *Case, outs []*Buffer, timeout time.Duration) (RunInfo, *RunError) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -203,4 +199,44 @@ func panicFrame(stack []byte) string {
 		}
 	}
 	return "no frame"
+}
+
+// ImplOpener opens the implementation that an --impl value names after a
+// registered prefix: arg is the rest of the value ("python3 impl.py" for
+// "exec:python3 impl.py"), never blank. An implementation that cannot run
+// here is a *RunError of class Unavailable.
+type ImplOpener func(arg string, opts ImplOptions) (Impl, error)
+
+type implPrefix struct {
+	prefix string
+	open   ImplOpener
+}
+
+// RegisterImplPrefix adds a family of implementations named by a prefix
+// and a command, such as "exec:" and "serve:" (difftest/proc registers
+// both). NewImpl hands the rest of the value to open; an empty or blank
+// rest is an ErrUnknownImpl ("PREFIX needs a command"). It panics on a
+// duplicate prefix.
+func RegisterImplPrefix(prefix string, open ImplOpener) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.prefixes == nil {
+		registry.prefixes = map[string]ImplOpener{}
+	}
+	if _, dup := registry.prefixes[prefix]; dup {
+		panic("difftest: impl prefix registered twice: " + prefix)
+	}
+	registry.prefixes[prefix] = open
+}
+
+// implPrefixes returns the registered prefixes, sorted.
+func implPrefixes() []implPrefix {
+	registry.Lock()
+	defer registry.Unlock()
+	ps := make([]implPrefix, 0, len(registry.prefixes))
+	for p, f := range registry.prefixes {
+		ps = append(ps, implPrefix{p, f})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].prefix < ps[j].prefix })
+	return ps
 }

@@ -1,4 +1,6 @@
-// The items of a run, generated as they run: a suite expanded over
+// Suites as the runner sees them (Suite, SuiteCase, Item, Selection,
+// Shard, SuiteError; loading and parsing is difftest/suite) and the items
+// of a run, generated as they run: a suite expanded over
 // --repeat seeds, filtered by --run and --shard, is never built as a list
 // (--repeat 100000000 of a 275-case suite is 2.75·10^10 items).
 
@@ -9,6 +11,9 @@ import (
 	"iter"
 	"math"
 	"math/big"
+	"regexp"
+	"slices"
+	"strings"
 )
 
 // ItemSource is the items of a run in order, produced as they are
@@ -140,4 +145,98 @@ func (q *Selected) All() iter.Seq[Item] {
 			idx += N
 		}
 	}
+}
+
+// SuiteError is a problem with a suite file: malformed TOML, an unknown
+// key, kernel or family, a duplicate case, or a case whose parameters the
+// kernel rejects. The CLI exits 2 on it. Error() is one line naming the
+// file, the case (when known) and the problem.
+type SuiteError struct {
+	File string
+	Case string // case id, or "" for a whole-file problem
+	Err  error
+}
+
+// Error returns one line: "suite FILE: case ID: problem".
+func (e *SuiteError) Error() string {
+	msg := strings.ReplaceAll(e.Err.Error(), "\n", " ")
+	if e.Case == "" {
+		return fmt.Sprintf("suite %s: %s", e.File, msg)
+	}
+	// Kernel and Params errors name the case themselves; say it once.
+	msg = strings.TrimPrefix(msg, "case "+e.Case+": ")
+	return fmt.Sprintf("suite %s: case %s: %s", e.File, e.Case, msg)
+}
+
+// Unwrap returns the underlying error.
+func (e *SuiteError) Unwrap() error { return e.Err }
+
+// SuiteCase is one case of a loaded suite and the file it came from.
+type SuiteCase struct {
+	Spec CaseSpec
+	File string
+	// Capture, when set, is a capture file the case is read from as it
+	// runs (a suite that is a folder of captures, suite.LoadCaptureDir) instead
+	// of being drawn from (seed, Spec).
+	Capture string
+}
+
+// Suite is an ordered, validated list of cases.
+type Suite struct {
+	Name  string // suite name, or the file path for --suite FILE
+	Cases []SuiteCase
+}
+
+// Item is one case to run: a suite case under one seed.
+type Item struct {
+	Index int // position in the expanded suite: (seed−first seed)·len(cases) + case position
+	Seed  uint64
+	SuiteCase
+	// Case, when set, is run as it is instead of being drawn from
+	// (Seed, Spec): a case read back from a capture file (replay).
+	Case *Case
+}
+
+// Selection picks the items of a run.
+type Selection struct {
+	Seed   uint64         // first seed (--seed)
+	Repeat int            // seeds Seed … Seed+Repeat−1 (--repeat); < 1 means 1
+	Run    *regexp.Regexp // matched against the case id (--run); nil = all
+	Shard  Shard          // --shard
+}
+
+// Shard is a deterministic split of a run: shard I of N keeps the items
+// whose Index ≡ I (mod N). I is 0-based: shards of a 4-way split are
+// 0/4 … 3/4. The zero Shard keeps everything.
+type Shard struct{ I, N int }
+
+// ParseShard parses "I/N" with 0 ≤ I < N.
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.I, &sh.N); err != nil || fmt.Sprintf("%d/%d", sh.I, sh.N) != s {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N, e.g. 0/4", s)
+	}
+	if sh.N < 1 || sh.I < 0 || sh.I >= sh.N {
+		return Shard{}, fmt.Errorf("--shard %q: want 0 ≤ I < N", s)
+	}
+	return sh, nil
+}
+
+// String returns "I/N", or "" for the zero Shard.
+func (s Shard) String() string {
+	if s.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.I, s.N)
+}
+
+// Items is Select(sel) collected into a slice, for tests and tools that
+// run a few cases; a run uses Select, which builds no list. It returns nil
+// when Select reports an error (seeds past 2^64−1, too many items).
+func (s *Suite) Items(sel Selection) []Item {
+	q, err := s.Select(sel)
+	if err != nil {
+		return nil
+	}
+	return slices.Collect(q.All())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"sync"
 	"time"
@@ -182,7 +181,7 @@ type Kernel interface {
 // error NewCase would return for spec (an unknown family or parameter, a
 // mistyped or out-of-range value), without drawing any input. It must
 // return nil exactly when NewCase would succeed for every seed. Loading a
-// suite checks every case with it (CheckCaseSpec) before any case runs; a
+// suite checks every case with it (suite.CheckCaseSpec) before any case runs; a
 // kernel without it has each case drawn once and discarded instead.
 type SpecChecker interface {
 	CheckSpec(spec CaseSpec) error
@@ -288,7 +287,7 @@ type ImplOptions struct {
 	Device  int           // --device
 	Timeout time.Duration // --timeout, per case
 	// Baseline is bench's --baseline FATBIN for cuda and emu: a second
-	// build loaded beside Fatbin (BaselineProvider); "" for none.
+	// build loaded beside Fatbin (bench.BaselineProvider); "" for none.
 	Baseline string
 	// Devices (more than one), or AllDevices, asks cuda and emu for one
 	// worker per device (--device 0,2,3 or --device all): the factory
@@ -306,23 +305,11 @@ type ImplOptions struct {
 // Unavailable, which the CLI maps to exit code 125.
 type ImplFactory func(opts ImplOptions) (Impl, error)
 
-// Command is a CLI subcommand contributed by a package (bridge registers
-// "info" and its hidden worker).
-type Command struct {
-	Name    string
-	Summary string
-	// Usage, when set, is the one-line synopsis `difftest help` prints in
-	// place of Name, e.g. "info [--fatbin FILE] [--device N]".
-	Usage  string
-	Hidden bool
-	Run    func(ctx context.Context, args []string, stdout, stderr io.Writer) int // exit code per docs/interfaces.md
-}
-
 var registry struct {
 	sync.Mutex
 	kernels  map[string]Kernel
 	impls    map[string]ImplFactory
-	commands map[string]Command
+	prefixes map[string]ImplOpener
 }
 
 // RegisterKernel adds k to the registry; called from a kernel package's
@@ -379,25 +366,4 @@ func LookupImpl(name string) (ImplFactory, bool) {
 	defer registry.Unlock()
 	f, ok := registry.impls[name]
 	return f, ok
-}
-
-// RegisterCommand adds a CLI subcommand. It panics on a duplicate name.
-func RegisterCommand(c Command) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.commands == nil {
-		registry.commands = map[string]Command{}
-	}
-	if _, dup := registry.commands[c.Name]; dup {
-		panic("difftest: command registered twice: " + c.Name)
-	}
-	registry.commands[c.Name] = c
-}
-
-// LookupCommand returns the registered subcommand with that name.
-func LookupCommand(name string) (Command, bool) {
-	registry.Lock()
-	defer registry.Unlock()
-	c, ok := registry.commands[name]
-	return c, ok
 }

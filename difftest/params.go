@@ -62,9 +62,9 @@ func toInt(v any) (int, bool) {
 // intRule is the rule an integer parameter states when v is not one.
 func intRule(v any) string {
 	if x, ok := v.(float64); ok && x == math.Trunc(x) && math.Abs(x) < 1<<63 {
-		return fmt.Sprintf("must be an integer, got %s (TOML reads 512.0 and 1e3 as floats; write %d)", describeTOML(v), int64(x))
+		return fmt.Sprintf("must be an integer, got %s (TOML reads 512.0 and 1e3 as floats; write %d)", DescribeTOML(v), int64(x))
 	}
-	return "must be an integer, got " + describeTOML(v)
+	return "must be an integer, got " + DescribeTOML(v)
 }
 
 // Int returns the integer at key, or def when absent.
@@ -92,7 +92,7 @@ func (p *Params) Ints(key string, def []int) []int {
 		if n, isInt := toInt(v); isInt {
 			p.fail(key, "must be an array of integers, got the integer %d (write [%d])", n, n)
 		} else {
-			p.fail(key, "must be an array of integers, got %s", describeTOML(v))
+			p.fail(key, "must be an array of integers, got %s", DescribeTOML(v))
 		}
 		return def
 	}
@@ -124,7 +124,7 @@ func (p *Params) Float(key string, def float64) float64 {
 	case int:
 		n = int64(x)
 	default:
-		p.fail(key, "must be a number, got %s", describeTOML(v))
+		p.fail(key, "must be a number, got %s", DescribeTOML(v))
 		return def
 	}
 	if n > 1<<53 || n < -(1<<53) {
@@ -142,7 +142,7 @@ func (p *Params) Bool(key string, def bool) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		p.fail(key, "must be true or false, got %s", describeTOML(v))
+		p.fail(key, "must be true or false, got %s", DescribeTOML(v))
 	}
 	return b
 }
@@ -156,7 +156,7 @@ func (p *Params) String(key, def string, allowed ...string) string {
 	}
 	s, ok := v.(string)
 	if !ok {
-		p.fail(key, "must be a string, got %s", describeTOML(v))
+		p.fail(key, "must be a string, got %s", DescribeTOML(v))
 		return def
 	}
 	if len(allowed) > 0 {
@@ -200,14 +200,14 @@ func (p *Params) Tables(key string) []map[string]any {
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		p.fail(key, "must be an array of tables, e.g. [{…}, {…}], got %s", describeTOML(v))
+		p.fail(key, "must be an array of tables, e.g. [{…}, {…}], got %s", DescribeTOML(v))
 		return nil
 	}
 	out := make([]map[string]any, len(arr))
 	for i, e := range arr {
 		t, ok := e.(map[string]any)
 		if !ok {
-			p.fail(key, "element %d must be a table {…}, got %s", i, describeTOML(e))
+			p.fail(key, "element %d must be a table {…}, got %s", i, DescribeTOML(e))
 			return nil
 		}
 		out[i] = t
@@ -215,10 +215,10 @@ func (p *Params) Tables(key string) []map[string]any {
 	return out
 }
 
-// describeTOML renders a decoded TOML value for a message in the file's
+// DescribeTOML renders a decoded TOML value for a message in the file's
 // own terms: `the integer 5`, `the float 512.0`, `the string "x"`, `true`,
 // `the array [1, 2]`, `a table`, `the date-time 1979-05-27T07:32:00Z`.
-func describeTOML(v any) string {
+func DescribeTOML(v any) string {
 	switch x := v.(type) {
 	case string:
 		return "the string " + strconv.Quote(x)
@@ -253,7 +253,7 @@ func describeTOML(v any) string {
 
 // tomlLiteral renders one array element as TOML would write it.
 func tomlLiteral(v any) string {
-	s := describeTOML(v)
+	s := DescribeTOML(v)
 	for _, p := range []string{"the integer ", "the float ", "the string ", "the date-time ", "the array "} {
 		if r, ok := strings.CutPrefix(s, p); ok {
 			return r

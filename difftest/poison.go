@@ -72,7 +72,9 @@ func fill(b []byte, p Poison) {
 	}
 }
 
-func tensorsOf(bufs []*Buffer) []*Tensor {
+// TensorsOf returns the output tensor of each buffer (the middle, between
+// its guards), in order.
+func TensorsOf(bufs []*Buffer) []*Tensor {
 	ts := make([]*Tensor, len(bufs))
 	for i, b := range bufs {
 		ts[i] = b.Tensor
@@ -80,10 +82,10 @@ func tensorsOf(bufs []*Buffer) []*Tensor {
 	return ts
 }
 
-// checkGuards reports the first guard byte of any buffer that no longer
+// CheckGuards reports the first guard byte of any buffer that no longer
 // equals p, as "page_indices: guard byte 3 after the end changed (0x00,
 // want 0xa5)".
-func checkGuards(bufs []*Buffer, p Poison) error {
+func CheckGuards(bufs []*Buffer, p Poison) error {
 	for _, b := range bufs {
 		n := len(b.Full) - 2*b.Guard
 		for i := 0; i < b.Guard; i++ {
@@ -100,10 +102,10 @@ func checkGuards(bufs []*Buffer, p Poison) error {
 	return nil
 }
 
-// complement returns the byte ranges of [0, n) not covered by rs. rs may
+// Complement returns the byte ranges of [0, n) not covered by rs. rs may
 // be unsorted and overlapping; out-of-range parts are an error (a kernel
 // contract bug, not an implementation fault).
-func complement(name string, n int, rs []Range) ([]Range, error) {
+func Complement(name string, n int, rs []Range) ([]Range, error) {
 	covered := make([]bool, n)
 	for _, r := range rs {
 		if r.Off < 0 || r.Len < 0 || r.Off+r.Len > n {
@@ -129,9 +131,9 @@ func complement(name string, n int, rs []Range) ([]Range, error) {
 	return out, nil
 }
 
-// checkCanary reports the first byte outside the written ranges that no
+// CheckCanary reports the first byte outside the written ranges that no
 // longer equals p: an implementation wrote a byte it does not own.
-func checkCanary(outs []*Tensor, untouched [][]Range, p Poison) error {
+func CheckCanary(outs []*Tensor, untouched [][]Range, p Poison) error {
 	for k, t := range outs {
 		for _, r := range untouched[k] {
 			for i := r.Off; i < r.Off+r.Len; i++ {

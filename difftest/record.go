@@ -50,10 +50,10 @@ type Record struct {
 	Replay     string         `json:"replay,omitempty"`  // one shell command that re-runs exactly this case
 	Capture    string         `json:"capture,omitempty"` // saved capture file (--save-failures)
 	// ReplayCapture is the command that replays Capture with the same
-	// implementation and flags (see ReplayCaptureCommand).
+	// implementation and flags (see report.ReplayCaptureCommand).
 	ReplayCapture string `json:"replay_capture,omitempty"`
 	// Diagnosis names the catalog mutants and semantic variants whose
-	// output on this failing case is the implementation's (Diagnose):
+	// output on this failing case is the implementation's (triage.Diagnose):
 	// "behaves like" hints, never a verdict. Empty when none is, or the
 	// case passed or was not diagnosed.
 	Diagnosis []string `json:"diagnosis,omitempty"`
@@ -71,10 +71,10 @@ type Header struct {
 	Suite            string            `json:"suite"`
 	Seed             uint64            `json:"seed"`
 	Repeat           int               `json:"repeat"`
-	Cases            int               `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (SelectionOf)
-	Selected         []int             `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (SelectionOf)
+	Cases            int               `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (report.SelectionOf)
+	Selected         []int             `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (report.SelectionOf)
 	Shard            string            `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
-	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (Merge); 0 otherwise
+	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (report.Merge); 0 otherwise
 	Impl             string            `json:"impl"`
 	GeneratorVersion int               `json:"generator_version"`
 	GitCommit        string            `json:"git_commit,omitempty"`

@@ -31,17 +31,19 @@ type Config struct {
 	// Replay builds a record's replay command; nil leaves it empty.
 	Replay func(rec *Record) string
 	// ReplayCapture builds the command that replays a record's saved
-	// capture (rec.Capture); nil leaves ReplayCaptureCommand's default.
+	// capture (rec.Capture); nil leaves report.ReplayCaptureCommand's default.
 	ReplayCapture func(rec *Record) string
 	// OnRecord receives each record as its case ends (reports stream
 	// from here); an error stops the run and is returned.
 	OnRecord func(rec *Record) error
 	// Progress, when set, is called after each case.
 	Progress func(done, total, failed int, elapsed time.Duration)
-	// Diagnose, when set, diagnoses each failing case whose implementation
-	// returned outputs (Diagnose, within its budgets) into the record's
-	// Diagnosis and DiagnosisNote; nil diagnoses nothing.
-	Diagnose *DiagnoseConfig
+	// Diagnose, when set, is called for each failing case with the
+	// outputs of its run (out.Got and out.Want are nil where the run did
+	// not get that far) and fills the record's Diagnosis and
+	// DiagnosisNote (difftest/triage: DiagnoseConfig.DiagnoseRecord, within
+	// its budgets); nil diagnoses nothing.
+	Diagnose func(ctx context.Context, k Kernel, c *Case, out Outcome, rec *Record)
 }
 
 // GenerateCase draws the inputs of item it (key = rng.CaseKey(seed, id))
@@ -100,7 +102,7 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 // error (the CLI rejects it first, as a usage error).
 //
 // Items from a loaded suite have had their parameters checked
-// (ParseSuite); a spec the kernel rejects that reaches Run anyway stops
+// (suite.ParseSuite); a spec the kernel rejects that reaches Run anyway stops
 // it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
@@ -168,7 +170,7 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 		return nil, err
 	}
 	if rec.Failed() && cfg.Diagnose != nil {
-		diagnoseRecord(ctx, cfg.Diagnose, k, c, out, rec)
+		cfg.Diagnose(ctx, k, c, out, rec)
 	}
 	rec.WallTime = time.Since(t0)
 	rec.KeyMetric = KeyMetric(k, rec)

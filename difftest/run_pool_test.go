@@ -1,4 +1,4 @@
-package difftest
+package difftest_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // poolFake runs the reference on its "device" after a delay; from its
@@ -31,13 +34,13 @@ func (p *poolFake) Run(_ context.Context, k Kernel, c *Case, outs []*Buffer) (Ru
 	if p.loseAt > 0 && n >= p.loseAt {
 		return RunInfo{}, &RunError{Class: Crash, Msg: "starting the GPU worker: CUDA_ERROR_DEVICE_UNAVAILABLE", Lost: true}
 	}
-	return RunInfo{KernelTime: time.Microsecond}, k.Reference(c, tensorsOf(outs))
+	return RunInfo{KernelTime: time.Microsecond}, k.Reference(c, TensorsOf(outs))
 }
 
 func poolItems(n int) []Item {
 	var items []Item
 	for i := 0; i < n; i++ {
-		items = append(items, Item{Index: i, Seed: 1, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakeName, Family: "ramp", Name: fmt.Sprintf("c%02d", i), Params: map[string]any{"n": int64(4)}}}})
+		items = append(items, Item{Index: i, Seed: 1, SuiteCase: SuiteCase{Spec: CaseSpec{Kernel: fakekernel.Name, Family: "ramp", Name: fmt.Sprintf("c%02d", i), Params: map[string]any{"n": int64(4)}}}})
 	}
 	return items
 }
@@ -130,7 +133,7 @@ func TestRunPoolAllLost(t *testing.T) {
 }
 
 func TestRunPoolFailFast(t *testing.T) {
-	wrong := MutantImpl{Kernel: fakeName, Mutant: fakeKernel{}.Mutants()[0]}
+	wrong := MutantImpl{Kernel: fakekernel.Name, Mutant: fakekernel.Kernel{}.Mutants()[0]}
 	sum, recs, err := collect(t, Config{Items: poolItems(20), FailFast: true}, []PoolMember{{Impl: wrong, Device: "0"}, {Impl: wrong, Device: "1"}}, nil)
 	if err != nil || sum.Failed != 1 || len(recs) != 1 || recs[0].Index != 0 || sum.Aborted != "--failfast after fake_scatter/c00" {
 		t.Errorf("failfast: sum %+v, %d records, err %v", sum, len(recs), err)

@@ -1,33 +1,20 @@
-package difftest
+package difftest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/kerneldiff/kerneldiff/difftest"
+	_ "github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
-func fakeSuite(t *testing.T) *Suite {
-	t.Helper()
-	cases, err := ParseSuite("fake.toml", []byte(goodSuite+`
-[[case]]
-kernel = "fake_scatter"
-family = "random"
-name = "random-5"
-[case.params]
-n = 5
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Suite{Name: "fake.toml", Cases: cases}
-}
-
 func TestRunStreamsRecords(t *testing.T) {
-	s := fakeSuite(t)
+	s := fakekernel.Suite()
 	impl, err := NewImpl("mutant:fake-off-by-one", ImplOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +61,7 @@ func TestRunStreamsRecords(t *testing.T) {
 }
 
 func TestRunFailFastAndSinkError(t *testing.T) {
-	s := fakeSuite(t)
+	s := fakekernel.Suite()
 	impl, _ := NewImpl("mutant:fake-skip-last", ImplOptions{})
 	n := 0
 	sum, err := Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: impl, FailFast: true,
@@ -115,38 +102,6 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-func TestSelftestFake(t *testing.T) {
-	s := fakeSuite(t)
-	rows, ok, err := Selftest(context.Background(), SelftestConfig{Suite: s, Seed: 1, Parallel: 2, Kernels: []string{fakeName}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		var b bytes.Buffer
-		WriteSelftestTable(&b, rows, ok)
-		t.Fatalf("selftest failed:\n%s", b.String())
-	}
-	want := map[string]Class{"reference": Pass, "fake-off-by-one": Mismatch, "fake-skip-last": Unwritten, "fake-write-negative": Guard}
-	for _, r := range rows {
-		if r.Class != want[r.Mutant] {
-			t.Errorf("%s caught by %q, want %q", r.Mutant, r.Class, want[r.Mutant])
-		}
-		if r.Mutant != "reference" && (r.Cases != 1 || r.Case != "fake_scatter/ramp-8") {
-			t.Errorf("%s: %d cases, first failing %s; want it to stop at its first caught case", r.Mutant, r.Cases, r.Case)
-		}
-	}
-	// A suite without cases of the kernel leaves every mutant uncaught.
-	rows, ok, err = Selftest(context.Background(), SelftestConfig{Suite: &Suite{}, Seed: 1, Kernels: []string{fakeName}})
-	if err != nil || ok {
-		t.Errorf("empty suite: ok=%v err=%v", ok, err)
-	}
-	var b bytes.Buffer
-	WriteSelftestTable(&b, rows, ok)
-	if !strings.Contains(b.String(), "mutant fake-off-by-one (the last element is one too large) passed all 0 cases of fake_scatter") || !strings.Contains(b.String(), "selftest FAILED: 0 of 3 mutants caught, reference passes") {
-		t.Errorf("table:\n%s", b.String())
-	}
-}
-
 func TestNewImpl(t *testing.T) {
 	for _, name := range []string{"reference", "mutant:fake-skip-last", "exec:/bin/true"} {
 		impl, err := NewImpl(name, ImplOptions{})
@@ -164,7 +119,7 @@ func TestNewImpl(t *testing.T) {
 // A negative per-case time-out runs nothing: it is not a way to say "no
 // time-out" (that is 0).
 func TestRunNegativeTimeout(t *testing.T) {
-	s := fakeSuite(t)
+	s := fakekernel.Suite()
 	n := 0
 	sum, err := Run(context.Background(), Config{Items: s.Items(Selection{Seed: 1}), Impl: ReferenceImpl{}, Timeout: -time.Second,
 		OnRecord: func(*Record) error { n++; return nil }})

@@ -125,7 +125,7 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		if unspecified != nil {
 			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
 		}
-		if untouched[i], err = complement(o.Name, o.Bytes(), owned); err != nil {
+		if untouched[i], err = Complement(o.Name, o.Bytes(), owned); err != nil {
 			return out, &InternalError{Case: c.ID, Err: err}
 		}
 	}
@@ -141,7 +141,7 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	// One run: returns the outputs, or records the failure and returns nil.
 	runOnce := func(p Poison) ([]*Tensor, error) {
 		bufs := NewBuffers(c, p)
-		info, rerr := runGuarded(ctx, cr.Impl, k, c, bufs, cr.Timeout)
+		info, rerr := RunGuarded(ctx, cr.Impl, k, c, bufs, cr.Timeout)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -170,11 +170,11 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 				break
 			}
 		}
-		if gerr := checkGuards(bufs, p); gerr != nil {
+		if gerr := CheckGuards(bufs, p); gerr != nil {
 			fail(Guard, gerr.Error())
 		}
-		outs := tensorsOf(bufs)
-		if cerr := checkCanary(outs, untouched, p); cerr != nil {
+		outs := TensorsOf(bufs)
+		if cerr := CheckCanary(outs, untouched, p); cerr != nil {
 			fail(Guard, cerr.Error())
 		}
 		return outs, nil

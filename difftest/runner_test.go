@@ -1,4 +1,4 @@
-package difftest
+package difftest_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
 // funcImpl is an implementation made of one function, for faults that no
@@ -25,7 +28,7 @@ func (funcImpl) Close() error { return nil }
 // correct runs the reference, then applies a fault.
 func correct(fault func(c *Case, outs []*Buffer)) func(context.Context, *Case, []*Buffer) (RunInfo, error) {
 	return func(_ context.Context, c *Case, outs []*Buffer) (RunInfo, error) {
-		if err := (fakeKernel{}).Reference(c, tensorsOf(outs)); err != nil {
+		if err := (fakekernel.Kernel{}).Reference(c, TensorsOf(outs)); err != nil {
 			return RunInfo{}, err
 		}
 		if fault != nil {
@@ -37,7 +40,7 @@ func correct(fault func(c *Case, outs []*Buffer)) func(context.Context, *Case, [
 
 func rampCase() *Case {
 	// y = x; slots 0..2 owned by tokens 0..2, slot 3 untouched (token 3 has out_loc −1).
-	return newFakeCase("ramp4", []int32{1, 2, 3, 4}, []int64{0, 1, 2, -1}, 4)
+	return fakekernel.NewCase("ramp4", []int32{1, 2, 3, 4}, []int64{0, 1, 2, -1}, 4)
 }
 
 func TestRunCaseClasses(t *testing.T) {
@@ -88,7 +91,7 @@ func TestRunCaseClasses(t *testing.T) {
 			cr := &CaseRun{Impl: funcImpl{tt.name, tt.run}, Timeout: 300 * time.Millisecond}
 			c := rampCase()
 			rec := NewRecord(c, tt.name)
-			if _, err := cr.RunCase(context.Background(), fakeKernel{}, c, rec); err != nil {
+			if _, err := cr.RunCase(context.Background(), fakekernel.Kernel{}, c, rec); err != nil {
 				t.Fatalf("RunCase: %v", err)
 			}
 			if rec.Class != tt.class {
@@ -107,12 +110,12 @@ func TestRunCaseClasses(t *testing.T) {
 // The unwritten check must not cry wolf at a value that merely equals one
 // poison: y[0] = 0xA5A5A5A5 is PoisonA in run A but not PoisonB in run B.
 func TestValueEqualToPoisonIsWritten(t *testing.T) {
-	c := newFakeCase("poison-value", []int32{int32(-0x5a5a5a5b), int32(0x5a5a5a5a)}, []int64{0, 1}, 2)
+	c := fakekernel.NewCase("poison-value", []int32{int32(-0x5a5a5a5b), int32(0x5a5a5a5a)}, []int64{0, 1}, 2)
 	if uint32(c.Input("x").I32(0)) != 0xA5A5A5A5 {
 		t.Fatalf("test setup: x[0] = %#x", uint32(c.Input("x").I32(0)))
 	}
 	rec := NewRecord(c, "reference")
-	if _, err := (&CaseRun{Impl: ReferenceImpl{}}).RunCase(context.Background(), fakeKernel{}, c, rec); err != nil {
+	if _, err := (&CaseRun{Impl: ReferenceImpl{}}).RunCase(context.Background(), fakekernel.Kernel{}, c, rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Failed() {
@@ -123,7 +126,7 @@ func TestValueEqualToPoisonIsWritten(t *testing.T) {
 func TestRunCaseRecord(t *testing.T) {
 	c := rampCase()
 	rec := NewRecord(c, "x")
-	out, err := (&CaseRun{Impl: funcImpl{"x", correct(nil)}}).RunCase(context.Background(), fakeKernel{}, c, rec)
+	out, err := (&CaseRun{Impl: funcImpl{"x", correct(nil)}}).RunCase(context.Background(), fakekernel.Kernel{}, c, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +149,7 @@ func TestRunCaseRecord(t *testing.T) {
 }
 
 // A kernel whose own Go code fails is an internal error, not a verdict.
-type brokenReference struct{ fakeKernel }
+type brokenReference struct{ fakekernel.Kernel }
 
 func (brokenReference) Reference(*Case, []*Tensor) error { return errors.New("reference: no table") }
 
@@ -167,7 +170,7 @@ func TestUnavailableStopsTheRun(t *testing.T) {
 	impl := funcImpl{"cuda", func(context.Context, *Case, []*Buffer) (RunInfo, error) {
 		return RunInfo{}, &RunError{Class: Unavailable, Msg: "no CUDA driver (libcuda.so.1 not found)"}
 	}}
-	_, err := (&CaseRun{Impl: impl}).RunCase(context.Background(), fakeKernel{}, c, NewRecord(c, "cuda"))
+	_, err := (&CaseRun{Impl: impl}).RunCase(context.Background(), fakekernel.Kernel{}, c, NewRecord(c, "cuda"))
 	var re *RunError
 	if !errors.As(err, &re) || re.Class != Unavailable {
 		t.Fatalf("err = %v, want the Unavailable *RunError", err)
@@ -186,7 +189,7 @@ func TestComplement(t *testing.T) {
 		{8, []Range{{1, 3}, {2, 3}}, []Range{{0, 1}, {5, 3}}},
 	}
 	for _, tt := range tests {
-		got, err := complement("t", tt.n, tt.rs)
+		got, err := Complement("t", tt.n, tt.rs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +202,7 @@ func TestComplement(t *testing.T) {
 			}
 		}
 	}
-	if _, err := complement("cache", 8, []Range{{6, 4}}); err == nil || !strings.Contains(err.Error(), "cache: written range [6, 10) outside the 8-byte output") {
+	if _, err := Complement("cache", 8, []Range{{6, 4}}); err == nil || !strings.Contains(err.Error(), "cache: written range [6, 10) outside the 8-byte output") {
 		t.Errorf("out-of-range written range: err = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
@@ -25,8 +26,8 @@ func TestTopkCheckSpecAgreesWithNewCase(t *testing.T) {
 	}
 
 	// Every case of the embedded suites is accepted.
-	for _, name := range difftest.SuiteNames(fixtures.Suites()) {
-		s, err := difftest.LoadSuiteFS(fixtures.Suites(), name)
+	for _, name := range suite.SuiteNames(fixtures.Suites()) {
+		s, err := suite.LoadSuiteFS(fixtures.Suites(), name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,8 @@
 //	difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...
 //	difftest bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--cold flush|rotate] [--json FILE] [--max-slowdown X]
 //	difftest report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html
-//	difftest gpu-selftest [--suite NAME|FILE] [--fatbin FILE] [--reference] [flags]
+//	difftest gpu-selftest [--suite NAME|FILE|DIR] [--fatbin FILE] [--reference] [flags]
+//	difftest gpu-check [--device N] [--steps "info suite ..."] [--dist DIR]
 //	difftest info [--fatbin FILE] [--device N]
 //	difftest help
 //
@@ -42,7 +43,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
 	"github.com/kerneldiff/kerneldiff/difftest"
 
-	// The cuda implementation, `difftest info` and the GPU worker.
+	// The cuda and emu implementations (its commands: commands.go).
 	_ "github.com/kerneldiff/kerneldiff/bridge"
 	// Kernel contracts register themselves; kernels/all imports every
 	// kernel folder (generated: docs/adding-a-kernel.md).

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -19,7 +21,7 @@ import (
 // failures: any failure is a false alarm of a comparator or a generator
 // bug, since the reference is what the comparators compare against.
 func TestQuickReferenceSeeds1To200(t *testing.T) {
-	quick, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	quick, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestQuickReferenceSeeds1To200(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(out, f)
+	rep, err := report.ReadJSONL(out, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 var (
@@ -173,7 +174,7 @@ func TestSignalReportsFinishedCasesAndCleansUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := difftest.ReadJSONL("r.jsonl", f)
+			rep, err := report.ReadJSONL("r.jsonl", f)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // readers are the difftest.Params methods whose first argument is a key.
@@ -156,14 +157,14 @@ func KernelSpecs(t testing.TB, suite, file, kernel string) []difftest.CaseSpec {
 	return suiteSpecs(t, suite, file, kernel, false)
 }
 
-func suiteSpecs(t testing.TB, suite, file, kernel string, only bool) []difftest.CaseSpec {
+func suiteSpecs(t testing.TB, suiteName, file, kernel string, only bool) []difftest.CaseSpec {
 	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", suite, file)
+	path := filepath.Join("..", "..", "fixtures", "suites", suiteName, file)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := difftest.ParseSuite(path, raw)
+	cases, err := suite.ParseSuite(path, raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 	"github.com/kerneldiff/kerneldiff/kernels/all"
 )
@@ -21,7 +22,7 @@ const maxCaseBytes = 4 << 20
 // seed 1, up to maxCaseBytes of inputs each.
 func quickCases(t *testing.T, k difftest.Kernel) []*difftest.Case {
 	t.Helper()
-	s, err := difftest.LoadSuiteFS(fixtures.Suites(), "quick")
+	s, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
 	if err != nil {
 		t.Fatal(err)
 	}

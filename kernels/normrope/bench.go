@@ -3,9 +3,11 @@
 
 package normrope
 
-import "github.com/kerneldiff/kerneldiff/difftest"
+import (
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
 
-// MinBytes implements difftest.TrafficModel: the bytes any correct
+// MinBytes implements bench.TrafficModel: the bytes any correct
 // kernel must move for case c. It reads every out_loc (8 per token); for
 // each token it writes (out_loc ≥ 0), its x row (2·128), its position (8)
 // and then stores its slot (132 bytes for FP8: 128 codes and an f32

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // fp4Token runs quantFP4 on a token whose first block is blk (the rest
@@ -231,7 +232,7 @@ func tightCase(c *difftest.Case) bool {
 // fp4-blocks case has exact midpoints and tells them apart.
 func TestFP4VariantsDiagnosed(t *testing.T) {
 	for _, name := range []string{variantFP4OneStage, variantFP4TiesDownPack} {
-		var v difftest.Variant
+		var v triage.Variant
 		for _, x := range Variants() {
 			if x.Name == name {
 				v = x
@@ -258,7 +259,7 @@ func TestFP4VariantsDiagnosed(t *testing.T) {
 				continue
 			}
 			failed++
-			d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+			d := triage.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
 			t.Logf("%s on %s: diagnosed as %v", name, spec.ID(), d.Matches)
 			if !slices.Contains(d.Matches, name) {
 				t.Errorf("%s on %s: diagnosed as %v", name, spec.ID(), d.Matches)

@@ -1,6 +1,6 @@
 // The literal family of norm_rope_store: a suite entry that carries its
 // inputs (docs/failures.md: a shrunk case "and a suite entry"), and the
-// writer of such entries (difftest.SuiteEntryWriter).
+// writer of such entries (triage.SuiteEntryWriter).
 
 package normrope
 
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // FamilyLiteral is the family whose suite entries give the inputs
@@ -24,7 +25,7 @@ const FamilyLiteral = "literal"
 // paste; a larger case stays a capture).
 const maxLiteralChars = 1 << 20
 
-var _ difftest.SuiteEntryWriter = Kernel{}
+var _ triage.SuiteEntryWriter = Kernel{}
 
 // literalParams documents the lists of FamilyLiteral.
 var literalParams = []difftest.ParamInfo{
@@ -122,9 +123,9 @@ func (l *literal) apply(c *difftest.Case) error {
 }
 
 // SuiteEntry renders c as a [[case]] of family literal named name
-// (difftest.SuiteEntryWriter): the whole configuration, the sizes and
+// (triage.SuiteEntryWriter): the whole configuration, the sizes and
 // every input run-length encoded. An encoding beyond 1 MiB wraps
-// difftest.ErrNoSuiteEntry.
+// triage.ErrNoSuiteEntry.
 func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	in, err := load(c)
 	if err != nil {
@@ -150,7 +151,7 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 		total += len(lists[i])
 	}
 	if total > maxLiteralChars {
-		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", difftest.ErrNoSuiteEntry, total, maxLiteralChars)
+		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", triage.ErrNoSuiteEntry, total, maxLiteralChars)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "[[case]]\nkernel = %q\nfamily = %q\nname = %q\n[case.params]\n", KernelName, FamilyLiteral, name)

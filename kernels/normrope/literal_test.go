@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // TestSuiteEntryRoundTrip: a generated case with holes, NaN row padding
 // and a layer-norm configuration renders as a literal entry that parses,
-// passes CheckSpec and draws the same input bytes (difftest.SuiteEntry
+// passes CheckSpec and draws the same input bytes (triage.SuiteEntry
 // checks the digest).
 func TestSuiteEntryRoundTrip(t *testing.T) {
 	c := genCase(t, "gaussian", map[string]any{"preset": "v32", "N": int64(5), "P": int64(2), "x_stride": int64(130), "max_pos": int64(7)})
-	entry, err := difftest.SuiteEntry(c, "g-shrunk")
+	entry, err := triage.SuiteEntry(c, "g-shrunk")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +24,7 @@ func TestSuiteEntryRoundTrip(t *testing.T) {
 			t.Errorf("entry has no %q:\n%.600s", want, entry)
 		}
 	}
-	cases, err := difftest.ParseSuite("e.toml", []byte(entry))
+	cases, err := suite.ParseSuite("e.toml", []byte(entry))
 	if err != nil || len(cases) != 1 {
 		t.Fatalf("ParseSuite: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Reductions of a norm_rope_store case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer tokens, x without row padding, positions
+// Reductions of a norm_rope_store case for `difftest shrink` (docs/failures.md, triage.Reducer): fewer tokens, x without row padding, positions
 // and freqs rows renumbered densely (or all at position 0), slots
 // renumbered densely into the fewest pages (or one page), a smaller page
 // size, a simpler configuration (no Hadamard, RMSNorm), simpler values
@@ -14,9 +14,10 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
-var _ difftest.Reducer = Kernel{}
+var _ triage.Reducer = Kernel{}
 
 // shrinkModel is a case being shrunk, unpacked.
 type shrinkModel struct {
@@ -114,7 +115,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 }
 
 // SizeOf describes a case's size: "N tokens (W written), P p, num_pages
-// n, max_pos m, x_stride s, config" (difftest.Reducer).
+// n, max_pos m, x_stride s, config" (triage.Reducer).
 func (Kernel) SizeOf(c *difftest.Case) string {
 	p, err := paramsOf(c)
 	x, loc, fr := c.Input(NameX), c.Input(NameOutLoc), c.Input(NameFreqs)
@@ -135,7 +136,7 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 		x.Shape[0], written, p.PageSize, p.NumPages, fr.Shape[0], x.Shape[1], p.Norm, p.RopeStyle, p.RopeOffset, had, p.Store, p.ScaleFmt)
 }
 
-// Reductions lists the proposals for c (difftest.Reducer), in order:
+// Reductions lists the proposals for c (triage.Reducer), in order:
 // drop token chunks (halving down to single tokens); x_stride → 128;
 // positions renumbered 0, 1, … in order with only the freqs rows they use
 // (or every token at position 0 with one row); written slots renumbered
@@ -145,19 +146,19 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 // at once) → 0, x → small integers in the same order per token, weight
 // → 1, bias → 0, every freqs row → the identity rotation (1, 0). A
 // proposal that would not change the case fails to build.
-func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
+func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	m, err := modelOf(c)
 	if err != nil {
 		return nil
 	}
-	rs := difftest.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
+	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
 	N := len(m.x)
 	for s := (N + 1) / 2; s >= 1; s = (s + 1) / 2 {
 		for i := 0; i < N; i += s {
 			j := min(i+s, N)
 			if j-i < N {
-				add(fmt.Sprintf("drop tokens %s of %d", difftest.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
+				add(fmt.Sprintf("drop tokens %s of %d", triage.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
 					n.x = slices.Delete(n.x, i, j)
 					n.pos = slices.Delete(n.pos, i, j)
 					n.loc = slices.Delete(n.loc, i, j)
@@ -242,7 +243,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			written++
 		}
 	}
-	if one := difftest.NextPow2(max(written, 1)); m.p.NumPages > 1 || one != m.p.PageSize {
+	if one := triage.NextPow2(max(written, 1)); m.p.NumPages > 1 || one != m.p.PageSize {
 		add(fmt.Sprintf("one page of %d slots, written slots 0, 1, … in token order", one), "pages/one", func(n *shrinkModel) bool {
 			k := 0
 			for t, l := range n.loc {
@@ -263,7 +264,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 	}
 	for s := Dim / 2; s >= 1; s /= 2 {
 		for i := 0; i < Dim; i += s {
-			add(fmt.Sprintf("x dims %s → 0 in every token", difftest.Span(i, i+s)), fmt.Sprintf("x/zero/%d", s), func(n *shrinkModel) bool {
+			add(fmt.Sprintf("x dims %s → 0 in every token", triage.Span(i, i+s)), fmt.Sprintf("x/zero/%d", s), func(n *shrinkModel) bool {
 				changed := false
 				for t := range n.x {
 					for d := i; d < i+s; d++ {

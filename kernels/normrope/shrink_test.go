@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // TestShrinkEveryMutant (issue 11 item 4): every store mutant's first
@@ -44,7 +45,7 @@ func TestShrinkEveryMutant(t *testing.T) {
 			if c == nil {
 				t.Fatal("passes the default suite")
 			}
-			res, err := difftest.Shrink(context.Background(), Kernel{}, c, difftest.ShrinkConfig{Impl: impl, Budget: time.Minute})
+			res, err := triage.Shrink(context.Background(), Kernel{}, c, triage.ShrinkConfig{Impl: impl, Budget: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestShrinkEveryMutant(t *testing.T) {
 				t.Errorf("diagnosis %v → %v, want %s", res.Diagnosis, res.FinalDiagnosis, m.Name)
 			}
 			// The suite entry draws the same inputs (SuiteEntry checks it).
-			if _, err := difftest.SuiteEntry(s, "shrunk"); err != nil {
+			if _, err := triage.SuiteEntry(s, "shrunk"); err != nil {
 				t.Errorf("suite entry: %v", err)
 			}
 			path, err := difftest.SaveCapture(t.TempDir(), s, res.Outcome)

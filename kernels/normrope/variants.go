@@ -12,6 +12,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // Names of the variants that are not catalog mutants.
@@ -50,8 +51,8 @@ const (
 // e4m3-truncate runs the binary32 kernel model (model32.go) with that one
 // change, like the mutants; it returns the case's *InputError for an
 // invalid case.
-func Variants() []difftest.Variant {
-	return []difftest.Variant{
+func Variants() []triage.Variant {
+	return []triage.Variant{
 		{Name: "bf16-truncate", Alias: "bf16-truncate", Doc: "f32 → bf16 by truncation, as __float2bfloat16_rz and Triton's fp_downcast_rounding=\"rtz\" do"},
 		{Name: variantE4M3Truncate, Doc: "e4m3 codes rounded toward zero (saturating), as Triton's .to(tl.float8e4nv, fp_downcast_rounding=\"rtz\") does",
 			Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
@@ -70,13 +71,13 @@ func Variants() []difftest.Variant {
 	}
 }
 
-// Variants returns the semantic variants (difftest.VariantProvider); see
+// Variants returns the semantic variants (triage.VariantProvider); see
 // Variants.
-func (Kernel) Variants() []difftest.Variant { return Variants() }
+func (Kernel) Variants() []triage.Variant { return Variants() }
 
 var (
-	_ difftest.VariantProvider = Kernel{}
-	_ difftest.Matcher         = Kernel{}
+	_ triage.VariantProvider = Kernel{}
+	_ triage.Matcher         = Kernel{}
 )
 
 // e4m3Truncate returns the e4m3fn code of q rounded toward zero: the
@@ -109,7 +110,7 @@ func e4m3Truncate(q float32) uint8 {
 const scaleULPs = 4
 
 // Match reports whether two implementations' caches are the same result
-// for the diagnosis (difftest.Matcher): every byte outside the written
+// for the diagnosis (triage.Matcher): every byte outside the written
 // slots equal (canary kept, or changed alike); for each token with
 // out_loc ≥ 0 whose values are specified (not "don't care", see Check),
 // its BF16 values or FP8/FP4 codes equal byte for byte, and its FP8 scale

@@ -10,6 +10,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // TestE4M3Truncate: round toward zero over the e4m3fn range, by edge
@@ -178,7 +179,7 @@ func TestVariantCatalog(t *testing.T) {
 	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap"}) {
 		t.Errorf("variants %v", names)
 	}
-	cands := difftest.Candidates(Kernel{})
+	cands := triage.Candidates(Kernel{})
 	if len(cands) != len(Mutants())+3 || cands[len(cands)-3].Name != variantE4M3Truncate || cands[len(cands)-1].Name != variantFP4TiesDownPack {
 		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack)
 	}
@@ -250,7 +251,7 @@ func TestMatch(t *testing.T) {
 // the quick suite, fails its first FP8 case and is diagnosed as itself
 // and nothing else (not fp8-double-round, the other wrong e4m3 rounding).
 func TestE4M3TruncateDiagnosed(t *testing.T) {
-	var v difftest.Variant
+	var v triage.Variant
 	for _, x := range Variants() {
 		if x.Name == variantE4M3Truncate {
 			v = x
@@ -270,7 +271,7 @@ func TestE4M3TruncateDiagnosed(t *testing.T) {
 		if !rec.Failed() {
 			continue
 		}
-		d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+		d := triage.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
 		if !slices.Equal(d.Matches, []string{variantE4M3Truncate}) {
 			t.Errorf("%s: diagnosed as %v", spec.ID(), d.Matches)
 		}

@@ -3,9 +3,11 @@
 
 package topk
 
-import "github.com/kerneldiff/kerneldiff/difftest"
+import (
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
 
-// MinBytes implements difftest.TrafficModel: the bytes any correct
+// MinBytes implements bench.TrafficModel: the bytes any correct
 // kernel must move for case c, summed over the rows b with L_b =
 // seq_lens[b]: it reads each valid score once (4·L_b; nothing past L_b),
 // its row's length (4), and the page-table entries of at least

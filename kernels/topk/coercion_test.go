@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // suiteWith is a one-case topk suite whose [case.params] is params.
@@ -44,7 +44,7 @@ func TestSuiteParamsNotCoerced(t *testing.T) {
 		{"pages as an array", "K = 8\nlengths = [10]\npages = [\"perm\"]",
 			`param "pages": must be a string, got the array ["perm"]`},
 	} {
-		_, err := difftest.ParseSuite("s.toml", []byte(suiteWith(tc.params)))
+		_, err := suite.ParseSuite("s.toml", []byte(suiteWith(tc.params)))
 		if err == nil || err.Error() != id+tc.want {
 			t.Errorf("%s:\n\tgot  %v\n\twant %s", tc.reason, err, id+tc.want)
 		}
@@ -58,7 +58,7 @@ func TestSuiteParamsNotCoerced(t *testing.T) {
 		"K = 8\nlengths = [10, 20, 30]\nbatch = 7",
 		"K = 8\nlengths = [10]\nbatch = 1\nstride = 30",
 	} {
-		if _, err := difftest.ParseSuite("s.toml", []byte(suiteWith(params))); err != nil {
+		if _, err := suite.ParseSuite("s.toml", []byte(suiteWith(params))); err != nil {
 			t.Errorf("%q: %v", params, err)
 		}
 	}

@@ -1,6 +1,6 @@
 // The literal family of topk_transform: a suite entry that carries its
 // inputs (docs/failures.md: a shrunk case "and a suite entry"), and the
-// writer of such entries (difftest.SuiteEntryWriter).
+// writer of such entries (triage.SuiteEntryWriter).
 
 package topk
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // FamilyLiteral is the family whose suite entries give the inputs
@@ -23,7 +24,7 @@ const FamilyLiteral = "literal"
 // paste into a bug report, not a way to store large cases (use a capture).
 const maxLiteralChars = 1 << 20
 
-var _ difftest.SuiteEntryWriter = Kernel{}
+var _ triage.SuiteEntryWriter = Kernel{}
 
 func paramsLiteral(pr *difftest.Params, g *genConfig) {
 	g.scores = pr.String("scores", "")
@@ -120,10 +121,10 @@ func runLength(v []uint32, hex bool) string {
 }
 
 // SuiteEntry renders c as a [[case]] of family literal named name
-// (difftest.SuiteEntryWriter): K, P, raw, lengths (the seq_lens), stride,
+// (triage.SuiteEntryWriter): K, P, raw, lengths (the seq_lens), stride,
 // and the scores and page table run-length encoded. A case whose
 // max_pages is not ceil(stride/P), or whose encoding exceeds 1 MiB,
-// wraps difftest.ErrNoSuiteEntry.
+// wraps triage.ErrNoSuiteEntry.
 func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	v, err := newView(c)
 	if err != nil {
@@ -131,10 +132,10 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	}
 	p := v.p
 	if want := max((p.Stride+p.P-1)/p.P, 1); p.MaxPages != want {
-		return "", fmt.Errorf("%w: max_pages %d is not ceil(stride/P) = %d", difftest.ErrNoSuiteEntry, p.MaxPages, want)
+		return "", fmt.Errorf("%w: max_pages %d is not ceil(stride/P) = %d", triage.ErrNoSuiteEntry, p.MaxPages, want)
 	}
 	if p.Stride == 0 {
-		return "", fmt.Errorf("%w: stride 0", difftest.ErrNoSuiteEntry)
+		return "", fmt.Errorf("%w: stride 0", triage.ErrNoSuiteEntry)
 	}
 	words := func(t *difftest.Tensor) []uint32 {
 		w := make([]uint32, t.Len())
@@ -145,7 +146,7 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	}
 	scores, table := runLength(words(v.scores), true), runLength(words(v.table), false)
 	if len(scores)+len(table) > maxLiteralChars {
-		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", difftest.ErrNoSuiteEntry, len(scores)+len(table), maxLiteralChars)
+		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", triage.ErrNoSuiteEntry, len(scores)+len(table), maxLiteralChars)
 	}
 	lens := make([]string, p.Batch)
 	for b := range lens {

@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // TestSuiteEntryRoundTrip: a hand case with specials, a past-length fill
 // and a permuted page table renders as a literal entry that parses,
-// passes CheckSpec and draws the same input bytes (difftest.SuiteEntry
+// passes CheckSpec and draws the same input bytes (triage.SuiteEntry
 // checks the digest), with runs of equal values folded.
 func TestSuiteEntryRoundTrip(t *testing.T) {
 	c := handCase(t, 2, 2, false, [][]uint32{{negZ, posNaN, 0, 0, 0, negInf}, {fb(1.5)}}, []int32{5, 1}, [][]int32{{5, 3, 9}, {7}})
-	entry, err := difftest.SuiteEntry(c, "hand-shrunk")
+	entry, err := triage.SuiteEntry(c, "hand-shrunk")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestSuiteEntryRoundTrip(t *testing.T) {
 			t.Errorf("entry has no %q:\n%s", want, entry)
 		}
 	}
-	cases, err := difftest.ParseSuite("e.toml", []byte(entry))
+	cases, err := suite.ParseSuite("e.toml", []byte(entry))
 	if err != nil || len(cases) != 1 {
 		t.Fatalf("ParseSuite: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Reductions of a topk_transform case for `difftest shrink` (docs/failures.md, difftest.Reducer): fewer rows, the smallest K with a CUDA entry
+// Reductions of a topk_transform case for `difftest shrink` (docs/failures.md, triage.Reducer): fewer rows, the smallest K with a CUDA entry
 // point, shorter rows (towards the smallest L > K, and below K where the
 // failure allows), simpler scores (small integers in the same order,
 // zeros, one distinct value, fewer distinct values), a shorter past-length
@@ -13,9 +13,10 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
-var _ difftest.Reducer = Kernel{}
+var _ triage.Reducer = Kernel{}
 
 // maxChunksPerLevel bounds the position chunks one deletion or zeroing
 // level lists for a row: a level of chunk size s is listed only when
@@ -124,7 +125,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 }
 
 // SizeOf describes a case's size: "B rows, L ≤ max (Σ n scores), K k, P p"
-// (difftest.Reducer).
+// (triage.Reducer).
 func (Kernel) SizeOf(c *difftest.Case) string {
 	p, err := paramsOf(c)
 	if err != nil {
@@ -143,7 +144,7 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 	return fmt.Sprintf("%d %s, L ≤ %d (%d scores), stride %d, K %d, P %d", p.Batch, rows, maxL, sum, p.Stride, p.K, p.P)
 }
 
-// Reductions lists the proposals for c (difftest.Reducer), the big cuts
+// Reductions lists the proposals for c (triage.Reducer), the big cuts
 // and the single proposals first, the chunked passes last: drop row
 // chunks (halves, quarters, …, single rows); K down to each smaller entry
 // point (EntryPointKs); the past-length fill of every row cut to 0, 1,
@@ -157,12 +158,12 @@ func (Kernel) SizeOf(c *difftest.Case) string {
 // maxChunksPerLevel per level); per row, position chunks to +0 (at most
 // maxZeroChunks per level). A proposal that would not change the case
 // fails to build.
-func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
+func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	m, err := modelOf(c)
 	if err != nil {
 		return nil
 	}
-	rs := difftest.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
+	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
 	B, K := len(m.rows), m.p.K
 	for _, s := range chunkSizes(B, B) {
@@ -171,7 +172,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 			if j-i == B {
 				continue
 			}
-			add(fmt.Sprintf("drop rows %s of %d", difftest.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
+			add(fmt.Sprintf("drop rows %s of %d", triage.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
 				n.rows = slices.Delete(n.rows, i, j)
 				return true
 			})
@@ -223,7 +224,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		return changed
 	})
 	add("page ids → 0, 1, 2, … in the same order", "pages/dense", func(n *shrinkModel) bool { return n.densePages() })
-	if P := difftest.NextPow2(maxRowLen(m)); P != m.p.P && P <= MaxPageSize {
+	if P := triage.NextPow2(maxRowLen(m)); P != m.p.P && P <= MaxPageSize {
 		for _, shared := range []bool{true, false} {
 			what := fmt.Sprintf("one page per row (P %d → %d), row b on page b", m.p.P, P)
 			if shared {
@@ -266,7 +267,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		for _, s := range chunkSizes(L, maxChunksPerLevel) {
 			for i := 0; i < L; i += s {
 				j := min(i+s, L)
-				add(pre+"delete positions "+difftest.Span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
+				add(pre+"delete positions "+triage.Span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
 					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
 					return true
 				})
@@ -279,7 +280,7 @@ func (Kernel) Reductions(c *difftest.Case) []difftest.Reduction {
 		for _, s := range chunkSizes(L, maxZeroChunks) {
 			for i := 0; i < L; i += s {
 				j := min(i+s, L)
-				add(pre+"positions "+difftest.Span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
+				add(pre+"positions "+triage.Span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
 					changed := false
 					for x := i; x < j; x++ {
 						changed = changed || n.rows[b].vals[x] != 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // shrinkBounds are the sizes TestShrinkEveryMutant asserts, with K = 512
@@ -79,7 +80,7 @@ func TestShrinkEveryMutant(t *testing.T) {
 				}
 				return p.Batch <= rows && longest <= maxL && p.Stride <= longest+1 && p.MaxPages == 1 && p.K == 512
 			}
-			res, err := difftest.Shrink(context.Background(), Kernel{}, c, difftest.ShrinkConfig{Impl: impl, Budget: shrinkTestBudget, Enough: within})
+			res, err := triage.Shrink(context.Background(), Kernel{}, c, triage.ShrinkConfig{Impl: impl, Budget: shrinkTestBudget, Enough: within})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +96,7 @@ func TestShrinkEveryMutant(t *testing.T) {
 				t.Errorf("diagnosis %v → %v, want %s in both", res.Diagnosis, res.FinalDiagnosis, m.Name)
 			}
 			// The suite entry draws the same inputs (SuiteEntry checks it).
-			if _, err := difftest.SuiteEntry(s, "shrunk"); err != nil {
+			if _, err := triage.SuiteEntry(s, "shrunk"); err != nil {
 				t.Errorf("suite entry: %v", err)
 			}
 			// The capture replays to the same verdict.
@@ -128,7 +129,7 @@ func TestShrinkReductions(t *testing.T) {
 		{fb(1), fb(2)},
 	}
 	c := handCase(t, 4, 2, true, rows, []int32{7, 2}, [][]int32{{40, 41, 42, 43}, {90}})
-	byWhat := map[string]difftest.Reduction{}
+	byWhat := map[string]triage.Reduction{}
 	for _, r := range (Kernel{}).Reductions(c) {
 		byWhat[r.What] = r
 	}

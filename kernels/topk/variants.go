@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // Names of the semantic variants' behaviours. A variant is one of them or
@@ -114,12 +115,12 @@ func (o order) doc() string {
 // is valid and not a variant). Each validates its case like the reference
 // and returns its errors; rows with L ≤ K come out as the contract's
 // 0 … L−1, −1 … (SGLang's fallback special-cases them so).
-func Variants() []difftest.Variant {
-	var vs []difftest.Variant
+func Variants() []triage.Variant {
+	var vs []triage.Variant
 	for _, high := range []bool{false, true} {
 		for m := 1; m < 8; m++ {
 			o := order{nanLargest: m&1 != 0, zeroTie: m&2 != 0, negInf: m&4 != 0, tiesHigh: high}
-			vs = append(vs, difftest.Variant{
+			vs = append(vs, triage.Variant{
 				Name: o.name(), Doc: o.doc(), Parts: o.parts(),
 				Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return runOrder(c, outs, o) },
 			})
@@ -128,13 +129,13 @@ func Variants() []difftest.Variant {
 	return vs
 }
 
-// Variants returns the semantic variants (difftest.VariantProvider); see
+// Variants returns the semantic variants (triage.VariantProvider); see
 // Variants.
-func (Kernel) Variants() []difftest.Variant { return Variants() }
+func (Kernel) Variants() []triage.Variant { return Variants() }
 
 var (
-	_ difftest.VariantProvider = Kernel{}
-	_ difftest.Matcher         = Kernel{}
+	_ triage.VariantProvider = Kernel{}
+	_ triage.Matcher         = Kernel{}
 )
 
 // Key32 values the variants remap.
@@ -206,7 +207,7 @@ func selectHigh(keys []uint32, k int, dst []int32, s *scratch) {
 }
 
 // Match reports whether two implementations' outputs are the same result
-// for the diagnosis (difftest.Matcher): per output and per row, for
+// for the diagnosis (triage.Matcher): per output and per row, for
 // L ≤ K (where the contract fixes the order) the same entries in the same
 // places, for L > K (order unspecified) the same multiset of entries,
 // −1s, repeats and out-of-range garbage included. Outputs of the wrong

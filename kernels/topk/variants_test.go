@@ -10,10 +10,11 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // variantByName returns the named variant or fails the test.
-func variantByName(t *testing.T, name string) difftest.Variant {
+func variantByName(t *testing.T, name string) triage.Variant {
 	t.Helper()
 	for _, v := range Variants() {
 		if v.Name == name {
@@ -21,7 +22,7 @@ func variantByName(t *testing.T, name string) difftest.Variant {
 		}
 	}
 	t.Fatalf("no variant %q", name)
-	return difftest.Variant{}
+	return triage.Variant{}
 }
 
 // TestVariantsKnownAnswers runs each behaviour, alone and with the ties
@@ -291,7 +292,7 @@ func TestPyTorchOrderDiagnosed(t *testing.T) {
 		if rec.Class != difftest.Mismatch {
 			t.Errorf("%s: class %s, want mismatch", spec.Name, rec.Class)
 		}
-		d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+		d := triage.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
 		if !slices.Equal(d.Matches, w) || d.Note != "" {
 			t.Errorf("%s: diagnosed as %v (%s), want %v", spec.Name, d.Matches, d.Note, w)
 		}
@@ -339,7 +340,7 @@ func TestPyTorchBehavioursSeparate(t *testing.T) {
 			if !rec.Failed() {
 				continue
 			}
-			d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+			d := triage.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
 			if !slices.Contains(d.Matches, variant) {
 				t.Errorf("%s on %s: diagnosed as %v", variant, caseName, d.Matches)
 			}
@@ -371,7 +372,7 @@ func TestPyTorchCombinationDiagnosed(t *testing.T) {
 	if !rec.Failed() {
 		t.Fatal("the fallback passes the hand case")
 	}
-	d := difftest.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
+	d := triage.Diagnose(context.Background(), Kernel{}, c, out.Got, out.Want, 0)
 	if !slices.Equal(d.Matches, []string{VariantTorchTopK}) {
 		t.Errorf("diagnosed as %v, want [%s]", d.Matches, VariantTorchTopK)
 	}

@@ -13,13 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
 // benchCmd is `difftest bench`: kernel times with a cold L2 against the
 // copy-bandwidth floor, and with --baseline an A/B comparison of two
-// builds (difftest.Bench). Exit 0 when every case passed its checks (a
+// builds (bench.Bench). Exit 0 when every case passed its checks (a
 // slowdown is reported, not failed, unless --max-slowdown is given), 1
 // when a check failed or a significant slowdown exceeds --max-slowdown,
 // 2 for usage, 125 when nothing could be timed.
@@ -54,7 +57,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *device < 0 {
 		return usageErr(stderr, "--device %d: must be ≥ 0", *device)
 	}
-	coldMode, err := difftest.ParseColdCache(*cold)
+	coldMode, err := bench.ParseColdCache(*cold)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
@@ -106,7 +109,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer main.Close()
 	var base difftest.Impl
 	if fileBaseline {
-		if bp, ok := main.(difftest.BaselineProvider); ok {
+		if bp, ok := main.(bench.BaselineProvider); ok {
 			base = bp.Baseline()
 		}
 		if base == nil {
@@ -122,7 +125,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	prog := newProgress(stderr)
-	rep, benchErr := difftest.Bench(ctx, difftest.BenchConfig{
+	rep, benchErr := bench.Bench(ctx, bench.BenchConfig{
 		Suite: *suiteName, Items: items, Impl: main, ImplName: *impl, Baseline: base, BaselineName: *baseline,
 		Warmup: *warmup, Runs: *runs, Cold: coldMode, Timeout: *timeout,
 		Progress: func(done, total int, _ time.Duration) { prog.update(done, total, 0, 0) },
@@ -139,7 +142,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if rep != nil && (len(rep.Results) > 0 || benchErr == nil) {
-		if err := difftest.WriteBenchTable(stdout, rep); err != nil && benchErr == nil {
+		if err := render.WriteBenchTable(stdout, rep); err != nil && benchErr == nil {
 			benchErr = err
 		}
 	}
@@ -228,7 +231,7 @@ func openNamedImpl(name string, opts difftest.ImplOptions, stderr io.Writer) (di
 func loadBenchSuite(name string) (*difftest.Suite, error) {
 	if !strings.ContainsRune(name, os.PathSeparator) && !strings.HasSuffix(name, ".toml") {
 		if m, _ := fs.Glob(fixtures.BenchSuites(), name+"/*.toml"); len(m) > 0 {
-			return difftest.LoadSuiteFS(fixtures.BenchSuites(), name)
+			return suite.LoadSuiteFS(fixtures.BenchSuites(), name)
 		}
 	}
 	return loadSuite(name)

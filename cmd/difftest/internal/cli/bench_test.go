@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
 )
 
 // timedRef runs the reference and reports a kernel time of base + 1 ns ×
@@ -48,7 +49,7 @@ func TestBenchCommandAB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep difftest.BenchReport
+	var rep bench.BenchReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // quick runs the command line and fails when it takes more than 20 s or
@@ -109,7 +110,7 @@ func TestHugeRepeatRunsLazily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := difftest.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONL(jsonPath, f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestHugeRepeatRunsLazily(t *testing.T) {
 		t.Fatalf("last seed: exit %d\n%s%s", code, stdout, stderr)
 	}
 	f, _ = os.Open(jsonPath)
-	rep, err = difftest.ReadJSONL(jsonPath, f)
+	rep, err = report.ReadJSONL(jsonPath, f)
 	f.Close()
 	if err != nil || len(rep.Records) != 1 || rep.Records[0].Seed != 18446744073709551615 {
 		t.Errorf("last seed: %v %+v", err, rep)
@@ -182,7 +183,7 @@ func TestReplayOtherGenerator(t *testing.T) {
 		t.Fatalf("exit %d\nstdout %s\nstderr %q", code, stdout, stderr)
 	}
 	f, _ := os.Open(jsonPath)
-	rep, err := difftest.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONL(jsonPath, f)
 	f.Close()
 	if err != nil || len(rep.Records) != 1 {
 		t.Fatalf("%v %+v", err, rep)

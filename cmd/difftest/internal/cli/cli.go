@@ -164,6 +164,7 @@ func commands() []command {
 		{"merge", "merge -o OUT.jsonl [--junit FILE] SHARD.jsonl...", "join the JSON Lines reports of every shard I/N of one run", mergeCmd},
 		{"report", "report RUN.jsonl [BENCH.json ...] [FIGURE.svg ...] -o report.html", "one self-contained HTML page of runs, failures, histograms and bench tables", reportCmd},
 		{"bench", "bench [--suite bench] [--baseline FATBIN|IMPL] [--runs N] [--json FILE] [flags]", "time kernels with a cold L2 against the copy-bandwidth floor; A/B two builds", benchCmd},
+		{"gpu-check", gpuCheckUsage, "the whole GPU check of a bundle: info, suite, bench, GPU selftest, sanitizers, GPU tests; a table last", gpuCheckCmd},
 	}
 }
 
@@ -183,7 +184,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	if c, ok := difftest.LookupCommand(name); ok {
+	if c, ok := LookupCommand(name); ok {
 		return c.Run(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "difftest: unknown command %q (see difftest help)\n", name)
@@ -197,7 +198,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		lines = append(lines, [2]string{c.usage, c.summary})
 	}
-	for _, c := range difftest.Commands() {
+	for _, c := range Commands() {
 		if !c.Hidden {
 			u := c.Usage
 			if u == "" {

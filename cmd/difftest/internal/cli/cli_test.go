@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 	_ "github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
@@ -40,11 +41,11 @@ func init() {
 	})
 	difftest.RegisterImpl("test-panics", func(difftest.ImplOptions) (difftest.Impl, error) { return panicImpl{}, nil })
 	difftest.RegisterImpl("test-device-lost", func(difftest.ImplOptions) (difftest.Impl, error) { return goneImpl{}, nil })
-	difftest.RegisterCommand(difftest.Command{Name: "test-harness-panic", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int {
+	RegisterCommand(Command{Name: "test-harness-panic", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int {
 		panic("nil map write in the harness")
 	}})
-	difftest.RegisterCommand(difftest.Command{Name: "test-exit-255", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int { return 255 }})
-	difftest.RegisterCommand(difftest.Command{Name: "test-echo", Summary: "prints its arguments", Run: func(_ context.Context, args []string, stdout, _ io.Writer) int {
+	RegisterCommand(Command{Name: "test-exit-255", Hidden: true, Run: func(context.Context, []string, io.Writer, io.Writer) int { return 255 }})
+	RegisterCommand(Command{Name: "test-echo", Summary: "prints its arguments", Run: func(_ context.Context, args []string, stdout, _ io.Writer) int {
 		fmt.Fprintln(stdout, strings.Join(args, " "))
 		return 0
 	}})
@@ -142,7 +143,7 @@ func TestReportsAndShardsMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(merged, f)
+	rep, err := report.ReadJSONL(merged, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestInputDigestsRepeat(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		f, _ := os.Open(out)
-		rep, err := difftest.ReadJSONL(out, f)
+		rep, err := report.ReadJSONL(out, f)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -39,8 +43,8 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	switch what {
 	case "suites":
 		fmt.Fprintln(tw, "SUITE\tCASES\tKERNELS")
-		for _, name := range difftest.SuiteNames(fixtures.Suites()) {
-			s, err := difftest.LoadSuiteFS(fixtures.Suites(), name)
+		for _, name := range suite.SuiteNames(fixtures.Suites()) {
+			s, err := suite.LoadSuiteFS(fixtures.Suites(), name)
 			if err != nil {
 				tw.Flush()
 				return fail(stderr, err, difftest.Summary{})
@@ -159,7 +163,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	prog := newProgress(stderr)
 	start := time.Now()
-	rows, ok, err := difftest.Selftest(ctx, difftest.SelftestConfig{
+	rows, ok, err := triage.Selftest(ctx, triage.SelftestConfig{
 		Suite: suite, Seed: *seed, Timeout: *timeout, Parallel: *parallel,
 		Progress: func(done, total int) { prog.update(done, total, 0, time.Since(start)) },
 	})
@@ -173,7 +177,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
-	if err := difftest.WriteSelftestTable(stdout, rows, ok); err != nil {
+	if err := triage.WriteSelftestTable(stdout, rows, ok); err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
 	if !ok {
@@ -187,7 +191,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // `difftest merge s0.jsonl s1.jsonl s2.jsonl` must not overwrite s0.jsonl.
 // Exit 2, with nothing written, for a usage error, an output that cannot
 // be a file, an input that is not a regular file or not a report, and any
-// disagreement difftest.MergeNamed finds (a missing shard, a lost or
+// disagreement report.MergeNamed finds (a missing shard, a lost or
 // invented case, a summary that does not count its case lines); else the
 // exit code of the merged run (0, 1, or 125 when a shard did not finish
 // and nothing failed).
@@ -222,9 +226,9 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkOutputFiles("-o", *outPath, "--junit", *junit); err != nil {
 		return usageErr(stderr, "merge: %v", err)
 	}
-	var reps []*difftest.Report
+	var reps []*report.Report
 	for _, in := range ins {
-		rep, err := difftest.ReadJSONLFile(in)
+		rep, err := report.ReadJSONLFile(in)
 		if err != nil {
 			return usageErr(stderr, "merge: %v", err)
 		}
@@ -233,12 +237,12 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkShardIDs(ins, reps, *suiteName); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	m, err := difftest.MergeNamed(ins, reps)
+	m, err := report.MergeNamed(ins, reps)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	werr := writeFileAtomic(*outPath, func(w io.Writer) error {
-		jw := difftest.NewJSONLWriter(w)
+		jw := report.NewJSONLWriter(w)
 		if err := jw.Header(m.Header); err != nil {
 			return err
 		}
@@ -255,7 +259,7 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if werr != nil {
 		return fail(stderr, werr, difftest.Summary{})
 	}
-	fmt.Fprintln(stdout, difftest.SummaryLine(*m.Summary))
+	fmt.Fprintln(stdout, render.SummaryLine(*m.Summary))
 	if m.Summary.Aborted != "" && m.Summary.Failed == 0 {
 		// A shard that did not finish leaves cases untested.
 		return difftest.ExitUntestable

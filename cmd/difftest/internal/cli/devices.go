@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // deviceFlag is --device: "all", one ordinal ("1"), or a list of distinct
@@ -74,7 +75,7 @@ func parseDevices(s string) (ords []int, all bool, err error) {
 // devices (--device all or a list), with difftest.Run otherwise. A device
 // lost mid-run is named on stderr and in the report property
 // "devices_lost".
-func runPooled(ctx context.Context, cfg difftest.Config, impl difftest.Impl, rep *difftest.Report, stderr io.Writer) (difftest.Summary, error) {
+func runPooled(ctx context.Context, cfg difftest.Config, impl difftest.Impl, rep *report.Report, stderr io.Writer) (difftest.Summary, error) {
 	p, ok := impl.(difftest.Pool)
 	if !ok || len(p.Members()) < 2 {
 		return difftest.Run(ctx, cfg)

@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // diagnoseFlag is --diagnose: "on" (the default: each failing case within
-// difftest.DefaultDiagnoseBudget, the run within
-// difftest.DefaultDiagnoseTotal), "off", or a duration, the budget of each
+// triage.DefaultDiagnoseBudget, the run within
+// triage.DefaultDiagnoseTotal), "off", or a duration, the budget of each
 // failing case (the run's total is then the larger of that and the
 // default total). A diagnosis is a hint, never a verdict: the flag changes
 // no exit code, so replay lines do not repeat it.
@@ -48,13 +50,21 @@ func (d *diagnoseFlag) Set(s string) error {
 // IsBoolFlag lets "--diagnose" alone mean "on".
 func (d *diagnoseFlag) IsBoolFlag() bool { return true }
 
-// config is the difftest.DiagnoseConfig of the flag, nil when off.
-func (d *diagnoseFlag) config() *difftest.DiagnoseConfig {
+// config is the triage.DiagnoseConfig of the flag, nil when off.
+func (d *diagnoseFlag) config() *triage.DiagnoseConfig {
 	if d.off {
 		return nil
 	}
-	return &difftest.DiagnoseConfig{PerCase: d.perCase, Total: max(d.perCase, difftest.DefaultDiagnoseTotal)}
+	return &triage.DiagnoseConfig{PerCase: d.perCase, Total: max(d.perCase, triage.DefaultDiagnoseTotal)}
+}
+
+// hook is the run's diagnosis hook (difftest.Config.Diagnose), nil when off.
+func (d *diagnoseFlag) hook() func(context.Context, difftest.Kernel, *difftest.Case, difftest.Outcome, *difftest.Record) {
+	if c := d.config(); c != nil {
+		return c.DiagnoseRecord
+	}
+	return nil
 }
 
 var diagnoseUsage = fmt.Sprintf("name the catalog mutants and semantic variants each failing case behaves like: on, off, or `BUDGET` per failing case (default on: %v per case, %v per run)",
-	difftest.DefaultDiagnoseBudget, difftest.DefaultDiagnoseTotal)
+	triage.DefaultDiagnoseBudget, triage.DefaultDiagnoseTotal)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // blockImpl passes the reference's outputs for its first case and then
@@ -77,7 +78,7 @@ func TestInterruptReportsWhatFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONL(jsonPath, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestExecEscapedProcessIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONL(jsonPath, f)
 	if err != nil {
 		t.Fatal(err)
 	}

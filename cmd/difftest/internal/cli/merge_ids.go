@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // checkShardIDs checks every shard's case lines against the suite its
@@ -11,9 +12,9 @@ import (
 // resolved from the working folder), or against suite when given (merge
 // --suite, for shards run elsewhere): same case count, and at each index
 // the case id the suite has at that position, for every seed
-// (difftest.CheckCaseIDs). A suite that cannot be loaded is an error: the
+// (report.CheckCaseIDs). A suite that cannot be loaded is an error: the
 // case lines could not be checked.
-func checkShardIDs(names []string, reps []*difftest.Report, suite string) error {
+func checkShardIDs(names []string, reps []*report.Report, suite string) error {
 	loaded := map[string][]string{}
 	for i, r := range reps {
 		name := suite
@@ -34,7 +35,7 @@ func checkShardIDs(names []string, reps []*difftest.Report, suite string) error 
 			}
 			loaded[name] = ids
 		}
-		if err := difftest.CheckCaseIDs(names[i], r, name, ids); err != nil {
+		if err := report.CheckCaseIDs(names[i], r, name, ids); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // `difftest merge` writes only a whole split, only to -o, never over an
@@ -77,7 +77,7 @@ func TestMergeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep, err := difftest.ReadJSONL(out, f)
+	rep, err := report.ReadJSONL(out, f)
 	if err != nil {
 		t.Fatal(err)
 	}

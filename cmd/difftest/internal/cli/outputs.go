@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
 )
 
 // checkOutputFiles takes pairs of (flag, path) and reports the first path
@@ -45,4 +46,4 @@ const jsonStallGrace = 2 * time.Second
 
 // maxBenchRuns bounds bench's --runs and --warmup: far beyond any useful
 // count, and far from the overflow of the counts derived from them.
-const maxBenchRuns = difftest.MaxBenchRuns
+const maxBenchRuns = bench.MaxBenchRuns

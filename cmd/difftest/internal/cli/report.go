@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // maxReportInput bounds each file `difftest report` reads (a JSON Lines
@@ -18,7 +20,7 @@ import (
 const maxReportInput = 256 << 20
 
 // reportCmd is `difftest report RUN.jsonl [BENCH.json ...] [FIG.svg ...]
-// -o report.html`: one self-contained HTML page (difftest.WriteHTML).
+// -o report.html`: one self-contained HTML page (render.WriteHTML).
 // Each file is told by its content: a JSON Lines report (first line a
 // header), a bench report (a JSON object of type "bench"), or an SVG or
 // PNG figure. Exit 0 when written, 2 for usage or an unreadable input.
@@ -41,7 +43,7 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "%v", err)
 		}
 	}
-	r := &difftest.HTMLReport{Title: *title, Generated: time.Now(), Diagnoses: map[[2]int]string{}}
+	r := &render.HTMLReport{Title: *title, Generated: time.Now(), Diagnoses: map[[2]int]string{}}
 	for _, path := range pos {
 		data, err := readBounded(path, maxReportInput)
 		if err != nil {
@@ -50,22 +52,22 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		trimmed := bytes.TrimLeft(data, " \t\r\n")
 		switch {
 		case bytes.HasPrefix(trimmed, []byte("<svg")) || bytes.HasPrefix(trimmed, []byte("<?xml")):
-			r.Figures = append(r.Figures, difftest.Figure{Name: filepath.Base(path), MIME: "image/svg+xml", Data: data})
+			r.Figures = append(r.Figures, render.Figure{Name: filepath.Base(path), MIME: "image/svg+xml", Data: data})
 		case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-			r.Figures = append(r.Figures, difftest.Figure{Name: filepath.Base(path), MIME: "image/png", Data: data})
+			r.Figures = append(r.Figures, render.Figure{Name: filepath.Base(path), MIME: "image/png", Data: data})
 		case bytes.HasPrefix(trimmed, []byte(`{"type":"header"`)):
-			rep, err := difftest.ReadJSONL(path, bytes.NewReader(data))
+			rep, err := report.ReadJSONL(path, bytes.NewReader(data))
 			if err != nil {
 				return usageErr(stderr, "%v", err)
 			}
-			for i, d := range difftest.RawDiagnoses(data) {
+			for i, d := range render.RawDiagnoses(data) {
 				if d != "" {
 					r.Diagnoses[[2]int{len(r.Runs), i}] = d
 				}
 			}
 			r.Runs = append(r.Runs, rep)
 		case bytes.HasPrefix(trimmed, []byte("{")):
-			b, err := difftest.ReadBenchReport(path, data)
+			b, err := render.ReadBenchReport(path, data)
 			if err != nil {
 				return usageErr(stderr, "%v", err)
 			}
@@ -74,12 +76,12 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "%s: not a JSON Lines report (difftest run --json), a bench report (difftest bench --json) or an SVG/PNG figure", path)
 		}
 	}
-	if err := writeFileAtomic(*out, func(w io.Writer) error { return difftest.WriteHTML(w, r) }); err != nil {
+	if err := writeFileAtomic(*out, func(w io.Writer) error { return render.WriteHTML(w, r) }); err != nil {
 		return usageErr(stderr, "-o %s: %v", *out, err)
 	}
 	var parts []string
 	for _, rep := range r.Runs {
-		parts = append(parts, difftest.SafeLine(rep.Header.Suite)+": "+difftest.SummaryLine(*summaryOf(rep)))
+		parts = append(parts, difftest.SafeLine(rep.Header.Suite)+": "+render.SummaryLine(*summaryOf(rep)))
 	}
 	for _, b := range r.Benches {
 		parts = append(parts, fmt.Sprintf("bench %s: %d results", difftest.SafeLine(b.Suite), len(b.Results)))
@@ -90,7 +92,7 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 
 // summaryOf is the report's summary line, or one counted from its records
 // when the run did not finish.
-func summaryOf(rep *difftest.Report) *difftest.Summary {
+func summaryOf(rep *report.Report) *difftest.Summary {
 	if rep.Summary != nil {
 		return rep.Summary
 	}

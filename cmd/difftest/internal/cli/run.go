@@ -15,7 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
@@ -112,7 +116,7 @@ func (f *implFlags) openImpl(ctx context.Context, stderr io.Writer) (difftest.Im
 	}
 	for _, prefix := range []string{"exec:", "serve:"} {
 		if cmd, ok := strings.CutPrefix(f.impl, prefix); ok {
-			if _, err := difftest.SplitCommand(cmd); err != nil {
+			if _, err := proc.SplitCommand(cmd); err != nil {
 				return nil, usageErr(stderr, "--impl %s: %v", f.impl, err)
 			}
 		}
@@ -177,20 +181,11 @@ func gitCommit() string {
 	return rev
 }
 
-// loadSuite resolves --suite: a folder of capture files (LoadCaptureDir),
+// loadSuite resolves --suite (suite.Resolve, for every subcommand): a folder of capture files (LoadCaptureDir),
 // an embedded suite name, or a file on disk (anything with a path
 // separator or a .toml suffix, or an existing file).
 func loadSuite(name string) (*difftest.Suite, error) {
-	if st, err := os.Stat(name); err == nil && st.IsDir() {
-		return difftest.LoadCaptureDir(name)
-	}
-	if strings.ContainsRune(name, os.PathSeparator) || strings.HasSuffix(name, ".toml") {
-		return difftest.LoadSuiteFile(name)
-	}
-	if st, err := os.Stat(name); err == nil && !st.IsDir() {
-		return difftest.LoadSuiteFile(name)
-	}
-	return difftest.LoadSuiteFS(fixtures.Suites(), name)
+	return suite.Resolve(name, fixtures.Suites())
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -253,7 +248,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer impl.Close()
 
 	opts := f.replayOptions(ctx, *suiteName)
-	cases, selected := difftest.SelectionOf(suite, sel.Run)
+	cases, selected := report.SelectionOf(suite, sel.Run)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
 		failfast: *failfast, saveDir: *saveDir,
@@ -285,7 +280,7 @@ type execution struct {
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
 	h.Cases, h.Selected = e.cases, e.selected
-	var jw *difftest.JSONLWriter
+	var jw *report.JSONLWriter
 	if f.json != "" {
 		jf, err := difftest.CreateStream("--json", f.json)
 		if err != nil {
@@ -296,12 +291,12 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 		// person stops it, a blocked write gives up within
 		// jsonStallGrace (the summary still reaches a reader that reads).
 		defer context.AfterFunc(ctx, func() { _ = jf.SetWriteDeadline(time.Now().Add(jsonStallGrace)) })()
-		jw = difftest.NewJSONLWriter(jf)
+		jw = report.NewJSONLWriter(jf)
 		if err := jw.Header(h); err != nil {
 			return fail(stderr, err, difftest.Summary{})
 		}
 	}
-	rep := &difftest.Report{Header: h}
+	rep := &report.Report{Header: h}
 	prog := newProgress(stderr)
 	cfg := difftest.Config{
 		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
@@ -314,7 +309,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 			return nil
 		},
 		Progress: prog.update,
-		Diagnose: f.diagnose.config(),
+		Diagnose: f.diagnose.hook(),
 	}
 	sum, runErr := runPooled(ctx, cfg, impl, rep, stderr)
 	prog.finish()
@@ -348,7 +343,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 		}
 	}
 	if len(rep.Records) > 0 || runErr == nil || interrupted {
-		if err := difftest.WriteTable(stdout, rep); err != nil && runErr == nil {
+		if err := render.WriteTable(stdout, rep); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
@@ -370,6 +365,6 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 // writeJUnitFile writes rep as JUnit XML to path through a temporary file
 // in the same folder, renamed into place when complete: a run killed
 // while writing leaves the previous file, never a partial one.
-func writeJUnitFile(path string, rep *difftest.Report) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return difftest.WriteJUnit(w, rep) })
+func writeJUnitFile(path string, rep *report.Report) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return report.WriteJUnit(w, rep) })
 }

@@ -6,13 +6,14 @@ import (
 	"os"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // autoShard resolves --shard auto from this process's environment
-// (difftest.ShardFromEnv) and says on stderr which shard and why, so a
+// (suite.ShardFromEnv) and says on stderr which shard and why, so a
 // job's log shows it.
 func autoShard(stderr io.Writer) (difftest.Shard, error) {
-	sh, desc, err := difftest.ShardFromEnv(os.Getenv)
+	sh, desc, err := suite.ShardFromEnv(os.Getenv)
 	if err != nil {
 		return difftest.Shard{}, err
 	}

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // clearShardEnv unsets every variable --shard auto reads, for this test.
 func clearShardEnv(t *testing.T) {
-	for _, k := range []string{difftest.EnvShard, difftest.EnvShardCount, difftest.EnvSlurmTaskID, difftest.EnvSlurmTaskCount,
-		difftest.EnvSlurmTaskMin, difftest.EnvSlurmTaskMax, difftest.EnvSlurmTaskStep, difftest.EnvJobCompletionIndex} {
+	for _, k := range []string{suite.EnvShard, suite.EnvShardCount, suite.EnvSlurmTaskID, suite.EnvSlurmTaskCount,
+		suite.EnvSlurmTaskMin, suite.EnvSlurmTaskMax, suite.EnvSlurmTaskStep, suite.EnvJobCompletionIndex} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -57,7 +58,7 @@ func TestShardAuto(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("merge: exit %d, %s", code, stderr)
 			}
-			rep, err := difftest.ReadJSONLFile(merged)
+			rep, err := report.ReadJSONLFile(merged)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 const shrinkUsage = "shrink (FILE.safetensors | --suite S --run ID [--seed N]) --impl IMPL [-o DIR] [--budget D] [--timeout D] [-v]"
@@ -36,7 +37,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	runRe := fs.String("run", "", "the case: a `REGEXP` matching exactly one case id of --suite")
 	seed := fs.Uint64("seed", 1, "suite seed of --run")
 	outDir := fs.String("o", "shrunk", "write the capture file and the suite entry into `DIR` (created if needed)")
-	budget := fs.Duration("budget", difftest.DefaultShrinkBudget, "total time for all attempts")
+	budget := fs.Duration("budget", triage.DefaultShrinkBudget, "total time for all attempts")
 	verbose := fs.Bool("v", false, "print every attempt, not only the kept ones")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -86,7 +87,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fail(stderr, err, difftest.Summary{})
 		}
 	}
-	if _, ok := k.(difftest.Reducer); !ok {
+	if _, ok := k.(triage.Reducer); !ok {
 		return usageErr(stderr, "shrink: kernel %s cannot shrink its cases", k.Name())
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
@@ -103,7 +104,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "shrink: "+line)
 		}
 	}
-	res, err := difftest.Shrink(ctx, k, c, difftest.ShrinkConfig{Impl: impl, Timeout: f.timeout, Budget: *budget, Log: log})
+	res, err := triage.Shrink(ctx, k, c, triage.ShrinkConfig{Impl: impl, Timeout: f.timeout, Budget: *budget, Log: log})
 	if in, stopped := difftest.InterruptedBy(ctx); stopped {
 		// What was shrunk so far is still a reproducer: write it.
 		if err == nil {
@@ -113,7 +114,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return in.ExitCode()
 	}
 	if err != nil {
-		if errors.Is(err, difftest.ErrShrinkPasses) {
+		if errors.Is(err, triage.ErrShrinkPasses) {
 			return usageErr(stderr, "shrink: %v: nothing to shrink", err)
 		}
 		return fail(stderr, err, difftest.Summary{})
@@ -125,7 +126,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // (with got. and want. outputs) and, when the kernel can express it, as a
 // suite entry DIR/NAME-shrunk.toml, then prints the summary, the kept
 // steps, the files and the replay lines.
-func writeShrunk(ctx context.Context, f *implFlags, res *difftest.ShrinkResult, dir string, stdout, stderr io.Writer) int {
+func writeShrunk(ctx context.Context, f *implFlags, res *triage.ShrinkResult, dir string, stdout, stderr io.Writer) int {
 	c := *res.Shrunk
 	name := strings.TrimPrefix(res.Original.ID, res.Original.Kernel+"/")
 	name = strings.TrimSuffix(name, "-shrunk") + "-shrunk"
@@ -160,7 +161,7 @@ func writeShrunk(ctx context.Context, f *implFlags, res *difftest.ShrinkResult, 
 	opts := f.replayOptions(ctx, path)
 	fmt.Fprintf(&b, "capture: %s\n", difftest.SafeText(path))
 	fmt.Fprintf(&b, "replay:  %s\n", difftest.SafeText(difftest.ReplayCaptureLine(opts, path)))
-	entry, err := difftest.SuiteEntry(&c, name)
+	entry, err := triage.SuiteEntry(&c, name)
 	switch {
 	case err == nil:
 		toml := filepath.Join(dir, unsafeFileChars.ReplaceAllString(name, "_")+".toml")
@@ -170,7 +171,7 @@ func writeShrunk(ctx context.Context, f *implFlags, res *difftest.ShrinkResult, 
 		opts.Suite = toml
 		fmt.Fprintf(&b, "suite:   %s\n", difftest.SafeText(toml))
 		fmt.Fprintf(&b, "replay:  %s\n", difftest.SafeText(difftest.ReplayCommand(opts, c.ID, c.Seed)))
-	case errors.Is(err, difftest.ErrNoSuiteEntry):
+	case errors.Is(err, triage.ErrNoSuiteEntry):
 		fmt.Fprintf(&b, "suite:   none (%s)\n", difftest.SafeLine(err.Error()))
 	default:
 		return fail(stderr, err, difftest.Summary{})

@@ -1,0 +1,106 @@
+package render
+
+import (
+	"html/template"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
+	"github.com/kerneldiff/kerneldiff/difftest/report"
+)
+
+func TestDecadeAndIntegerBins(t *testing.T) {
+	labels, counts := decadeBins([]float64{0, 5e-5, 3e-4, 0.002, 0.05, 0.5, 0.999, 1.0, 7, 63.7, 1e3})
+	if want := []int{1, 1, 1, 1, 1, 2, 2, 1, 1}; !reflect.DeepEqual(counts, want) {
+		t.Errorf("decade counts %v (labels %v), want %v", counts, labels, want)
+	}
+	labels, counts = integerBins([]float64{0, 0, 1, 0})
+	if !reflect.DeepEqual(labels, []string{"0", "1"}) || !reflect.DeepEqual(counts, []int{3, 1}) {
+		t.Errorf("integer bins %v %v, want [0 1] [3 1]", labels, counts)
+	}
+	_, counts = integerBins([]float64{2, 40})
+	if !reflect.DeepEqual(counts, []int{0, 0, 1, 0, 0, 0, 0, 0, 1}) {
+		t.Errorf("integer bins of 2 and 40: %v", counts)
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	evil := `<script>alert("x")</script>`
+	run := &report.Report{
+		Header: difftest.Header{Suite: "quick", Impl: "emu", Seed: 7, GeneratorVersion: difftest.GeneratorVersion, Properties: map[string]string{difftest.PropDevice: "Fake GPU (sm_90)", difftest.PropEmulated: "the CPU emulator"}},
+		Records: []*difftest.Record{
+			{Case: "norm_rope_store/a", Kernel: "norm_rope_store", Verdict: difftest.VerdictPass, Metrics: map[string]any{"max_ulp": float64(0), "max_ratio": 0.004}},
+			{Case: "norm_rope_store/b", Kernel: "norm_rope_store", Verdict: difftest.VerdictFail, Class: difftest.Mismatch, Seed: 7, Device: "1",
+				Message: "cache token 6: got " + evil, Metrics: map[string]any{"max_ulp": float64(1), "max_ratio": 63.7},
+				Worst:  []difftest.Element{{Tensor: "cache", Index: "token 6", Got: "0x400a", Want: "0x400b", Ratio: difftest.RatioOf(63.7)}},
+				Replay: "difftest run --run '^norm_rope_store/b$'"},
+			{Case: "topk_transform/c", Kernel: "topk_transform", Verdict: difftest.VerdictPass, Metrics: map[string]any{"recall": float64(1)}},
+		},
+		Summary: &difftest.Summary{Passed: 2, Failed: 1, Classes: map[difftest.Class]int{difftest.Mismatch: 1}, Elapsed: 2 * time.Second},
+	}
+	br := &bench.BenchReport{Type: "bench", Suite: "bench", Impl: "emu", Baseline: "old.fatbin", Emulated: true,
+		Method: bench.BenchMethod{Runs: 6, Warmup: 1, Cold: bench.ColdFlush, Timer: "cuda-events", Alpha: 0.05, L2Bytes: 4 << 20, FlushBytes: 8 << 20},
+		Results: []*bench.BenchResult{{Case: "topk_transform/decode", MinBytes: 12288,
+			Builds: []bench.BuildResult{
+				{Name: "emu", Verdict: difftest.VerdictPass, Stats: &stats.Stats{N: 6, Median: 9 * time.Microsecond, MedianLo: 8 * time.Microsecond, MedianHi: 10 * time.Microsecond}, PctOfFloor: 42.5},
+				{Name: "old.fatbin", Verdict: difftest.VerdictPass, Stats: &stats.Stats{N: 6, Median: 10 * time.Microsecond, MedianLo: 9 * time.Microsecond, MedianHi: 11 * time.Microsecond}}},
+			Comparison: &stats.Comparison{Ratio: 0.9, Lo: 0.85, Hi: 0.95, HasCI: true, P: 0.002, Significant: true, NBase: 6, NNew: 6}}},
+		Geomean: 0.9}
+	var b strings.Builder
+	err := WriteHTML(&b, &HTMLReport{Title: "nightly", Runs: []*report.Report{run}, Benches: []*bench.BenchReport{br},
+		Diagnoses: map[[2]int]string{{0, 1}: "behaves like bf16-truncate"},
+		Figures:   []Figure{{Name: "needle.svg", MIME: "image/svg+xml", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`)}},
+		Generated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"<title>nightly</title>", "generated 2026-01-02 03:04:05 UTC", "emulated: the CPU emulator",
+		"2 passed, 1 failed (mismatch 1) in 2.00s", "Failures (1)", "<code>norm_rope_store/b</code> seed 7",
+		"device 1", "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "diagnosis: <b>behaves like bf16-truncate</b>",
+		"difftest run --run &#39;^norm_rope_store/b$&#39;", "<b>norm_rope_store</b>: max_ulp (2 cases)",
+		"<b>norm_rope_store</b>: max_ratio (2 values; above 1 fails)", "worst element |d| / allowed (1 values; above 1 fails)",
+		"Bench: bench (emu vs old.fatbin)", "emulated: " + template.HTMLEscapeString(EmulatedTimesNote), ">0.900<", "[0.850, 0.950]", ">-10.0%<", "42.50%",
+		`<b>0.900</b>`, `<img src="data:image/svg&#43;xml;base64,`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, evil) || strings.Contains(page, "<script") {
+		t.Error("a script element reached the page")
+	}
+	// Self-contained: no src or href to anything but a data: URI or an anchor.
+	for _, m := range regexp.MustCompile(`(?i)(src|href)\s*=\s*"([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[2], "data:") && !strings.HasPrefix(m[2], "#") {
+			t.Errorf("external reference %s=%q", m[1], m[2])
+		}
+	}
+	if strings.Contains(page, "<link") || strings.Contains(page, "@import") || strings.Contains(page, "url(") {
+		t.Error("the page loads a stylesheet or font")
+	}
+	// No histogram for top-k: recall is not a distance.
+	if strings.Contains(page, "<b>topk_transform</b>:") {
+		t.Error("a top-k histogram without a distance metric")
+	}
+}
+
+func TestRawDiagnoses(t *testing.T) {
+	data := []byte(`{"type":"header"}
+{"type":"case","case":"a"}
+{"type":"case","case":"b","diagnosis":"behaves like topk-page-row0: uses page-table row 0 for every row"}
+{"type":"case","case":"c","diagnosis":{"mutant":"x","exact":true}}
+{"type":"summary"}
+`)
+	got := RawDiagnoses(data)
+	want := []string{"", "behaves like topk-page-row0: uses page-table row 0 for every row", `{"mutant":"x","exact":true}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("RawDiagnoses = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// Every flag of the study that cannot work is a usage error (2) before
+// any case runs: nothing on stdout, and the message names the flag.
+func TestStudyRefusesUpFront(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fatbin := filepath.Join(dir, "k.fatbin")
+	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--svg", dir}, "--svg " + dir + ": is a directory, not a file"},
+		{[]string{"--json", dir}, "--json " + dir + ": is a directory, not a file"},
+		{[]string{"--svg", fifo}, "is a named pipe (FIFO), not a file"},
+		{[]string{"--json", "/dev/null"}, "is a character device, not a file"},
+		{[]string{"--svg", filepath.Join(dir, "no", "such", "x.svg")}, "does not exist"},
+		{[]string{"--fatbin", fatbin, "--json", fatbin}, "is the input file of --fatbin"},
+		{[]string{"--json", filepath.Join(dir, "a"), "--svg", filepath.Join(dir, "a")}, "name the same file"},
+		{[]string{"--K", "-1"}, "--K -1: must be in [1, 16384]"},
+		{[]string{"--K", "0"}, "--K 0: must be in [1, 16384]"},
+		{[]string{"--K", "9223372036854775807"}, "--K 9223372036854775807: must be in [1, 16384]"},
+		{[]string{"--H", "0"}, "--H 0: must be in [1, 64]"},
+		{[]string{"--P", "3"}, "--P 3: must be a power of two"},
+		{[]string{"--device", "-1"}, "--device -1: must be ≥ 0"},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s: must be ≥ 0"},
+		{[]string{"--margin", "NaN"}, `param "margin"`},
+		{[]string{"--margin", "1e308"}, `param "margin"`},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"needle", "--lengths", "700"}, tt.args...)
+		code := runStudy(context.Background(), args, &out, &errb)
+		if code != difftest.ExitUsage || out.Len() != 0 || !strings.Contains(errb.String(), tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, no output, %q", tt.args, code, out.String(), errb.String(), tt.want)
+		}
+	}
+}

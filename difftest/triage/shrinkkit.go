@@ -1,0 +1,68 @@
+// Helpers for kernels' Reducer implementations (the shrinking of a
+// failing case, docs/failures.md): the proposal list built on a kernel's
+// own model of a case, and the small renderings and sizes every kernel's
+// reductions use.
+
+package triage
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// errNoChange is the Build error of a proposal that would not change the
+// case (Shrink skips it without an attempt).
+var errNoChange = errors.New("no change")
+
+// Reductions collects the proposals of a Reducer built on a model M of
+// one case: each proposal clones the model, changes the clone, and builds
+// the new case from it. The zero value is not usable; use NewReductions.
+type Reductions[M any] struct {
+	base  M
+	clone func(M) M
+	build func(M) (*difftest.Case, error)
+	list  []Reduction
+}
+
+// NewReductions starts a proposal list on model m: clone copies a model
+// deeply enough that changing the copy leaves m as it is, build turns a
+// changed model into a case.
+func NewReductions[M any](m M, clone func(M) M, build func(M) (*difftest.Case, error)) *Reductions[M] {
+	return &Reductions[M]{base: m, clone: clone, build: build}
+}
+
+// Add appends the proposal what (its Reduction.Key key): f changes a clone
+// of the model and reports whether it changed anything; a proposal whose
+// f reports no change fails to build ("no change").
+func (r *Reductions[M]) Add(what, key string, f func(M) bool) {
+	r.list = append(r.list, Reduction{What: what, Key: key, Build: func() (*difftest.Case, error) {
+		n := r.clone(r.base)
+		if !f(n) {
+			return nil, errNoChange
+		}
+		return r.build(n)
+	}})
+}
+
+// List returns the proposals in the order they were added.
+func (r *Reductions[M]) List() []Reduction { return r.list }
+
+// Span renders the half-open range [i, j) as "i–j−1", or "i" for one
+// element, as reductions name what they drop.
+func Span(i, j int) string {
+	if j-i == 1 {
+		return fmt.Sprint(i)
+	}
+	return fmt.Sprintf("%d–%d", i, j-1)
+}
+
+// NextPow2 returns the smallest power of two ≥ n, 1 for n ≤ 1.
+func NextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
