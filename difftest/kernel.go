@@ -231,6 +231,13 @@ type Mutant struct {
 	Name  string // catalog name, e.g. "topk-tie-hole"
 	Fault string // one line: what is wrong
 	Run   func(c *Case, outs []*Tensor) error
+	// Applies, when set, reports whether the fault can show on a case of
+	// spec at all (an FP4-only fault on an FP8 store is the correct
+	// kernel there). The selftest skips the cases it rules out, so a
+	// mutant reaches the cases that catch it without running the whole
+	// suite first; nil means every case. It must not rule out a case on
+	// which the mutant's outputs may differ from a correct kernel's.
+	Applies func(spec CaseSpec) bool
 }
 
 // Buffer is one output as handed to an implementation: Tensor.Data is the

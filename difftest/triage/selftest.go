@@ -177,6 +177,9 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k difftest.Kernel, imp
 		if sc.Spec.Kernel != k.Name() {
 			continue
 		}
+		if mi, ok := impl.(difftest.MutantImpl); ok && mi.Mutant.Applies != nil && !mi.Mutant.Applies(sc.Spec) {
+			continue
+		}
 		_, c, err := difftest.GenerateCase(difftest.Item{Index: i, Seed: cfg.Seed, SuiteCase: sc})
 		if err != nil {
 			return row, err

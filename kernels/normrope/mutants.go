@@ -10,6 +10,8 @@
 package normrope
 
 import (
+	"strings"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
@@ -44,8 +46,22 @@ func Mutants() []difftest.Mutant {
 		ms[i] = difftest.Mutant{Name: name, Fault: m.fault, Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
 			return runSim(c, outs, sim32{fault: name})
 		}}
+		if strings.HasPrefix(name, "fp4-") {
+			ms[i].Applies = fp4Spec
+		}
 	}
 	return ms
+}
+
+// fp4Spec reports whether spec may be a case of the FP4 store: its store
+// is "fp4", or its parameters do not decode here (a literal entry, a bad
+// spec), where the selftest runs the case rather than guess.
+func fp4Spec(spec difftest.CaseSpec) bool {
+	if spec.Family == FamilyLiteral {
+		return true
+	}
+	g, _, err := plan(spec)
+	return err != nil || g.p.Store == StoreFP4
 }
 
 // runSim runs a binary32 kernel variant on a case.
