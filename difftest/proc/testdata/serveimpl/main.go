@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
 	_ "github.com/kerneldiff/kerneldiff/kernels/all"
 )
 
@@ -76,7 +77,7 @@ func main() {
 	if *mode == "no-hello-setsid" {
 		holdAndExit(req, rep, *pidfile)
 	}
-	protocol := difftest.ServeProtocol
+	protocol := proc.ServeProtocol
 	if *mode == "protocol2" {
 		protocol = 2
 	}
