@@ -43,12 +43,36 @@ type Variant struct {
 	// PoisonA, the canary), like Mutant.Run. It may return an error or
 	// panic on a case it cannot handle: that is no match.
 	Run func(c *Case, outs []*Tensor) error
+	// Accepts, for a variant that is a declared precision rather than one
+	// output (Run nil), is that alternative contract's check: whether the
+	// implementation's outputs got pass case c under it (want: the
+	// reference's outputs), e.g. the contract's check with accum_bits 8.
+	// It returns false where the case already declares that precision or
+	// a coarser one. A panic is no match.
+	Accepts func(c *Case, got, want []*Tensor) bool
+	// Precision marks an Accepts variant: the diagnosis says "passes as
+	// NAME: DOC" rather than "behaves like NAME: DOC".
+	Precision bool
 }
 
 // VariantProvider is an optional interface of a Kernel: the named
 // semantic variants the diagnosis tries besides the kernel's mutants.
 type VariantProvider interface {
 	Variants() []Variant
+}
+
+// CandidateMatcher is an optional interface of a Kernel, preferred to
+// Matcher by the diagnosis: MatchCandidate reports whether got, the
+// implementation's outputs of case c, pass the own check of the candidate
+// named name (a catalog mutant or a variant), whose outputs on c are cand:
+// the candidate's order with the contract's freedoms (any choice among
+// keys tied at the K-th under that order, an unspecified output order,
+// either NaN sign or payload where the candidate does not fix it), and the
+// candidate's precision with the contract's derived tolerance. So an
+// implementation that reproduces a candidate's fault with another tie
+// choice or another f32 summation order is still recognised.
+type CandidateMatcher interface {
+	MatchCandidate(c *Case, name string, cand, got []*Tensor) bool
 }
 
 // Matcher is an optional interface of a Kernel: Match reports whether two
@@ -107,6 +131,10 @@ type Candidate struct {
 	Doc   string   // the mutant's Fault, or the variant's Doc
 	Parts []string // a combination's parts; nil otherwise
 	Run   func(c *Case, outs []*Tensor) error
+	// Accepts and Precision as in Variant: a declared precision's check,
+	// run on the implementation's outputs instead of Run.
+	Accepts   func(c *Case, got, want []*Tensor) bool
+	Precision bool
 }
 
 // Candidates returns what the diagnosis tries for kernel k, in order: its
@@ -122,11 +150,11 @@ func Candidates(k Kernel) []Candidate {
 	}
 	if vp, ok := k.(VariantProvider); ok {
 		for _, v := range vp.Variants() {
-			if v.Alias != "" || names[v.Name] || v.Run == nil {
+			if v.Alias != "" || names[v.Name] || v.Run == nil && v.Accepts == nil {
 				continue
 			}
 			names[v.Name] = true
-			cs = append(cs, Candidate{Name: v.Name, Doc: v.Doc, Parts: v.Parts, Run: v.Run})
+			cs = append(cs, Candidate{Name: v.Name, Doc: v.Doc, Parts: v.Parts, Run: v.Run, Accepts: v.Accepts, Precision: v.Precision})
 		}
 	}
 	return cs
@@ -153,6 +181,23 @@ func DescribeCandidate(kernel, name string) string {
 		}
 	}
 	return ""
+}
+
+// isPrecision reports whether name is a declared-precision variant
+// (Variant.Precision) of the named kernel.
+func isPrecision(kernel, name string) bool {
+	k, ok := LookupKernel(kernel)
+	if !ok {
+		return false
+	}
+	if vp, ok := k.(VariantProvider); ok {
+		for _, v := range vp.Variants() {
+			if v.Name == name {
+				return v.Precision
+			}
+		}
+	}
+	return false
 }
 
 // Diagnosis is what Diagnose found for one failing case.
@@ -212,6 +257,13 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 	}
 	var matched []Candidate
 	for _, cand := range cands {
+		if cand.Run == nil {
+			if accepts(cand, c, got, want) {
+				matched = append(matched, cand)
+			}
+			d.Tried++
+			continue
+		}
 		outs, ok, stop := runCandidate(ctx, deadline, c, cand)
 		if stop != "" {
 			d.Note = fmt.Sprintf("diagnosis incomplete: %s after %d of %d candidates", stop, d.Tried, len(cands))
@@ -221,7 +273,7 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 			break
 		}
 		d.Tried++
-		if ok && same(outs, got) && failsOn(k, c, outs, want) {
+		if ok && (same(outs, got) || matchCandidate(k, c, cand.Name, outs, got)) && failsOn(k, c, outs, want) {
 			matched = append(matched, cand)
 		}
 	}
@@ -321,6 +373,37 @@ func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
 	return k.Check(c, outs, want).Failed()
 }
 
+// accepts runs a precision candidate's check on got; a panic or a
+// candidate without Accepts is no match.
+func accepts(cand Candidate, c *Case, got, want []*Tensor) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return cand.Accepts != nil && cand.Accepts(c, got, want)
+}
+
+// matchCandidate applies k's CandidateMatcher (false for a kernel without
+// one, or when it panics): got passes the named candidate's own check.
+func matchCandidate(k Kernel, c *Case, name string, cand, got []*Tensor) (ok bool) {
+	m, has := k.(CandidateMatcher)
+	if !has || len(cand) != len(got) || len(got) != len(c.Outputs) {
+		return false
+	}
+	for i := range got {
+		if cand[i] == nil || got[i] == nil || len(cand[i].Data) != len(got[i].Data) {
+			return false
+		}
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return m.MatchCandidate(c, name, cand, got)
+}
+
 // sameOutputs applies k's Matcher, or compares every byte.
 func sameOutputs(k Kernel, c *Case, a, b []*Tensor) bool {
 	if len(a) != len(b) || len(a) != len(c.Outputs) {
@@ -350,6 +433,9 @@ func DiagnosisLines(r *Record) []string {
 	var lines []string
 	for _, name := range r.Diagnosis {
 		l := "behaves like " + SafeText(name)
+		if isPrecision(r.Kernel, name) {
+			l = "passes as " + SafeText(name)
+		}
 		if doc := DescribeCandidate(r.Kernel, name); doc != "" {
 			l += ": " + SafeText(doc)
 		}
