@@ -33,6 +33,9 @@ const variantE4M3Truncate = "e4m3-truncate"
 //     asked and back, as a kernel ported between model families with the
 //     wrong rotary convention does.
 //
+//   - intermediate=bf16 (a precision variant): passes the contract's
+//     check with bf16 declared between the stages (Params.Intermediate).
+//
 // e4m3-truncate runs the binary32 kernel model (model32.go) with that one
 // change, like the mutants; it returns the case's *InputError for an
 // invalid case.
@@ -45,8 +48,25 @@ func Variants() []difftest.Variant {
 			}},
 		{Name: "scale-no-floor", Alias: "scale-no-floor", Doc: "scale = amax/448 without the 1e-4 floor on amax"},
 		{Name: "rope-style-swap", Alias: "rope-style-swap", Doc: "the other RoPE pairing: interleaved (GPT-J) where neox (rotate_half) is asked, and back"},
+		{Name: VariantIntermediateBF16, Precision: true,
+			Doc: "bf16 between norm, RoPE, Hadamard and the store, as SGLang's unfused V3.2 path does",
+			Accepts: func(c *difftest.Case, got, want []*difftest.Tensor) bool {
+				p, err := paramsOf(c)
+				if err != nil || p.Intermediate == IntermediateBF16 {
+					return false
+				}
+				p.Intermediate = IntermediateBF16
+				cc := *c
+				cc.Params = p
+				return !Check(&cc, got, want).Failed()
+			}},
 	}
 }
+
+// VariantIntermediateBF16 is the precision variant "passes as
+// intermediate=bf16": the store's check with Params.Intermediate bf16
+// declared, on a case that declares f32.
+const VariantIntermediateBF16 = "intermediate=bf16"
 
 // Variants returns the semantic variants (difftest.VariantProvider); see
 // Variants.
