@@ -22,12 +22,15 @@ const variantE4M3Truncate = "e4m3-truncate"
 //     16 bits, as __float2bfloat16_rz, Triton's
 //     .to(tl.bfloat16, fp_downcast_rounding="rtz") and hand-written
 //     (bits >> 16) conversions do;
+//
 //   - e4m3-truncate: scaled values → e4m3fn rounded toward zero
 //     (saturating at ±448, NaN → 0x7F), as Triton's
 //     .to(tl.float8e4nv, fp_downcast_rounding="rtz") does;
+//
 //   - scale-no-floor (alias of the mutant): scale = amax/448 with no 1e-4
 //     floor, as per-token quantisers written from the formula alone do
 //     (an all-zero token gets scale 0 and NaN codes);
+//
 //   - rope-style-swap (alias of the mutant): the other RoPE pairing,
 //     GPT-J/interleaved (2j, 2j+1) where NeoX/rotate_half (j, j+32) is
 //     asked and back, as a kernel ported between model families with the
