@@ -258,7 +258,7 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 	var matched []Candidate
 	for _, cand := range cands {
 		if cand.Run == nil {
-			if accepts(cand, c, got, want) {
+			if checkOnly(k, c, got, want) && accepts(cand, c, got, want) {
 				matched = append(matched, cand)
 			}
 			d.Tried++
@@ -347,8 +347,8 @@ func runCandidate(ctx context.Context, deadline <-chan time.Time, c *Case, cand 
 }
 
 // failsOn reports whether a candidate's outputs fail case c as an
-// implementation's would: a byte outside k.Written changed from the
-// canary (PoisonA), or k.Check against want fails. A Check that panics
+// implementation's would: a byte outside k.Written (and k.Unspecified)
+// changed from the canary (PoisonA), or k.Check against want fails. A Check that panics
 // counts as not failing (no match).
 func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
 	defer func() {
@@ -356,21 +356,48 @@ func failsOn(k Kernel, c *Case, outs, want []*Tensor) (fails bool) {
 			fails = false
 		}
 	}()
-	written := k.Written(c)
-	if len(written) != len(outs) {
+	if len(k.Written(c)) != len(outs) {
 		return false
 	}
-	untouched := make([][]Range, len(outs))
-	for i, o := range c.Outputs {
-		var err error
-		if untouched[i], err = complement(o.Name, o.Bytes(), written[i]); err != nil {
-			return false
-		}
-	}
-	if checkCanary(outs, untouched, PoisonA) != nil {
+	if canaryBroken(k, c, outs) {
 		return true
 	}
 	return k.Check(c, outs, want).Failed()
+}
+
+// checkOnly reports whether got fails case c through k.Check alone: every
+// byte outside k.Written kept the canary (PoisonA). A declared precision
+// explains only such a failure.
+func checkOnly(k Kernel, c *Case, got, want []*Tensor) bool {
+	return !canaryBroken(k, c, got) && failsOn(k, c, got, want)
+}
+
+// canaryBroken reports whether a byte of outs outside k.Written and
+// k.Unspecified changed from the canary (PoisonA), as the runner checks
+// it; lists that do not fit the outputs count as broken.
+func canaryBroken(k Kernel, c *Case, outs []*Tensor) bool {
+	written := k.Written(c)
+	if len(written) != len(outs) || len(outs) != len(c.Outputs) {
+		return true
+	}
+	var unspecified [][]Range
+	if us, ok := k.(Unspecifier); ok {
+		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(outs) {
+			return true
+		}
+	}
+	untouched := make([][]Range, len(outs))
+	for i, o := range c.Outputs {
+		owned := written[i]
+		if unspecified != nil {
+			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
+		}
+		var err error
+		if untouched[i], err = complement(o.Name, o.Bytes(), owned); err != nil {
+			return true
+		}
+	}
+	return checkCanary(outs, untouched, PoisonA) != nil
 }
 
 // accepts runs a precision candidate's check on got; a panic or a

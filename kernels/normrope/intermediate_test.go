@@ -92,3 +92,40 @@ func TestIntermediateBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecisionNotNamedOnGuard: a declared precision explains a failing
+// comparison, never a broken canary: write-negative-slot (it writes the
+// slot of a token whose out_loc is −1) is diagnosed as itself and not
+// "passes as intermediate=bf16", though its written values pass that
+// check.
+func TestPrecisionNotNamedOnGuard(t *testing.T) {
+	for _, spec := range loadSuite(t, "quick") {
+		c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := newCache(c)
+		if err := Compute(c, want); err != nil {
+			t.Fatal(err)
+		}
+		var m difftest.Mutant
+		for _, mm := range Mutants() {
+			if mm.Name == "write-negative-slot" {
+				m = mm
+			}
+		}
+		got := newCache(c)
+		if err := m.Run(c, []*difftest.Tensor{got}); err != nil {
+			t.Fatal(err)
+		}
+		if canaryViolation(c, got) == "" {
+			continue
+		}
+		d := difftest.Diagnose(context.Background(), Kernel{}, c, []*difftest.Tensor{got}, []*difftest.Tensor{want}, 0)
+		if !slices.Contains(d.Matches, "write-negative-slot") || slices.Contains(d.Matches, VariantIntermediateBF16) {
+			t.Errorf("%s: diagnosed as %v", c.ID, d.Matches)
+		}
+		return
+	}
+	t.Fatal("no quick case where write-negative-slot breaks a canary")
+}
