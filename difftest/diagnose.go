@@ -225,6 +225,14 @@ type Diagnosis struct {
 // guard band, a second run that disagrees). Check runs only for the
 // candidates whose output equals got.
 //
+// A candidate is also a match when k's CandidateMatcher says got passes
+// the candidate's own check (its order with the contract's freedoms, its
+// precision with the contract's tolerance), and a declared precision
+// (Candidate.Accepts) when got fails c by its comparison alone and passes
+// that precision's check. Precisions run first (each is one check of
+// got), then the other candidates in order; one that a smaller matching
+// combination covers is not run.
+//
 // A candidate gets fresh outputs filled with PoisonA (got's poison, also
 // the canary of in-out outputs); an error, a panic or an output of the
 // wrong size is no match. A combination (Candidate.Parts) is dropped when
@@ -255,8 +263,22 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 		defer t.Stop()
 		deadline = t.C
 	}
+	// Declared precisions first: each is one check of got, and a case
+	// whose budget runs out among the mutants still says which precision
+	// it passes as.
+	order := make(map[string]int, len(cands))
+	for i, cand := range cands {
+		order[cand.Name] = i
+	}
+	slices.SortStableFunc(cands, func(a, b Candidate) int {
+		return cmpBool(a.Run != nil, b.Run != nil)
+	})
 	var matched []Candidate
 	for _, cand := range cands {
+		if coveredBySmaller(cand, matched) {
+			d.Tried++ // would be dropped below: a smaller combination matched
+			continue
+		}
 		if cand.Run == nil {
 			if checkOnly(k, c, got, want) && accepts(cand, c, got, want) {
 				matched = append(matched, cand)
@@ -277,6 +299,7 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 			matched = append(matched, cand)
 		}
 	}
+	slices.SortFunc(matched, func(a, b Candidate) int { return order[a.Name] - order[b.Name] })
 	for _, m := range matched {
 		if !coveredBySmaller(m, matched) {
 			d.Matches = append(d.Matches, m.Name)
@@ -284,6 +307,17 @@ func diagnose(ctx context.Context, k Kernel, c *Case, got, want []*Tensor, budge
 	}
 	d.Elapsed = time.Since(start)
 	return d
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // partsOf is a candidate's set of behaviours: its Parts, or itself.

@@ -12,9 +12,12 @@ executed, with torch, so none of SGLang's heavy imports is needed.
 
 - topk_transform: ``topk_transform_pytorch_vectorized`` (torch.topk over the
   scores with positions >= L masked to -inf, -inf picks emitted as -1);
-- indexer_logits: ``fp8_paged_mqa_logits_torch`` (FP8 store, P = 64,
-  clean_logits false only; its bf16 bmm rounds each dot product to bf16,
-  so it passes with ``--param accum_bits=8``). Other cases are not offered.
+- indexer_logits: ``fp8_paged_mqa_logits_torch`` (FP8 store and P = 64
+  only: other cases raise NotImplementedError; it computes with
+  clean_logits false, and for a clean case the positions past each row's
+  length are set to -inf here, as a caller wanting DeepGEMM's clean_logits
+  would). Its bf16 bmm rounds each dot product to bf16, so it passes with
+  ``--param accum_bits=8``.
 """
 
 import ast
@@ -58,10 +61,13 @@ def topk_transform(scores, seq_lens, page_table, page_indices, raw_indices=None,
 @kerneldiff.implements("indexer_logits", tensors="torch")
 def indexer_logits(q, weights, cache, seq_lens, page_table, logits, *, store, page_size, heads, clean, **params):
     """SGLang's fp8_paged_mqa_logits_torch on the contract's tensors."""
-    if store != "fp8" or page_size != 64 or clean:
-        raise NotImplementedError("fp8_paged_mqa_logits_torch: FP8 store, P = 64, clean_logits false only")
+    if store != "fp8" or page_size != 64:
+        raise NotImplementedError("fp8_paged_mqa_logits_torch: FP8 store and P = 64 only")
     B = q.shape[0]
     q8 = q.view(torch.float8_e4m3fn).reshape(B, 1, heads, 128)
     kv = cache.view(torch.float8_e4m3fn).reshape(cache.shape[0], 64, 1, 132)
     out = _NS["fp8_paged_mqa_logits_torch"](q8, kv, weights, seq_lens, page_table, None, logits.shape[1], False)
     logits.copy_(out)
+    if clean:
+        pos = torch.arange(logits.shape[1], device=logits.device).unsqueeze(0)
+        logits.masked_fill_(pos >= seq_lens.unsqueeze(1), float("-inf"))
