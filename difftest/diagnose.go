@@ -168,6 +168,17 @@ func DescribeCandidate(kernel, name string) string {
 	if !ok {
 		return ""
 	}
+	if _, chain := k.(Chain); chain {
+		// A chained case is diagnosed by its stages' candidates.
+		for _, sk := range Kernels() {
+			if _, ok := sk.(Chain); !ok {
+				if d := DescribeCandidate(sk.Name(), name); d != "" {
+					return d
+				}
+			}
+		}
+		return ""
+	}
 	for _, m := range k.Mutants() {
 		if m.Name == name {
 			return m.Fault
@@ -188,6 +199,14 @@ func DescribeCandidate(kernel, name string) string {
 func isPrecision(kernel, name string) bool {
 	k, ok := LookupKernel(kernel)
 	if !ok {
+		return false
+	}
+	if _, chain := k.(Chain); chain {
+		for _, sk := range Kernels() {
+			if _, ok := sk.(Chain); !ok && isPrecision(sk.Name(), name) {
+				return true
+			}
+		}
 		return false
 	}
 	if vp, ok := k.(VariantProvider); ok {
@@ -509,10 +528,14 @@ func DiagnosisLines(r *Record) []string {
 }
 
 // diagnoseRecord diagnoses a failing case within cfg's budgets and
-// records the result. A case without outputs (a crash, a time-out) is not
+// records the result; a chained case's diagnosis is its failing stage's
+// (Outcome.Stage), named by that stage kernel's candidates. A case without outputs (a crash, a time-out) is not
 // diagnosed and says nothing; one reached after the run's total budget is
 // spent says so in its note.
 func diagnoseRecord(ctx context.Context, cfg *DiagnoseConfig, k Kernel, c *Case, out Outcome, rec *Record) {
+	if s := out.Stage; out.Got == nil && s != nil && s.Case != nil {
+		k, c, out = s.Kernel, s.Case, s.Outcome // a chain: its failing stage
+	}
 	if out.Got == nil || out.Want == nil {
 		return
 	}
