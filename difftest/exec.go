@@ -4,18 +4,24 @@
 // Per case, in a fresh temporary folder, the harness writes in.safetensors
 // (every input tensor under its contract name; every InOut output, such as
 // the paged cache, with its current canary-filled content; __metadata__ =
-// {"kernel", "params" (JSON), "case"}) and runs
+// {"kernel", "params" (JSON), "case", "outputs"}) and runs
 //
 //	CMD... /tmp/kerneldiff-exec-NNN/in.safetensors /tmp/kerneldiff-exec-NNN/out.safetensors
 //
 // The program writes every output of the case under its contract name,
 // with the exact dtype and shape of the case's OutputSpec, and exits 0.
+// "outputs" lists those specs as JSON, [{"name", "dtype", "shape",
+// "inout"}, ...], so a program needs no table of contracts of its own. A
+// program that does not implement the case's kernel exits with status
+// ExecNotImplemented (125): the case is not tested (skipped, class
+// unavailable), as a serve program's kernel it did not list in its hello.
 
 package difftest
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +36,15 @@ import (
 	"time"
 	"unicode/utf8"
 )
+
+// MetaOutputs is the __metadata__ key of an exec request that lists the
+// case's outputs (name, dtype, shape, inout) as JSON.
+const MetaOutputs = "outputs"
+
+// ExecNotImplemented is the exit status by which an exec program says it
+// does not implement the case's kernel (as `git bisect run` reads 125 as
+// "cannot test this one"): the case is skipped, not failed.
+const ExecNotImplemented = 125
 
 // ExecStderrTail is how many trailing bytes of an exec program's stderr a
 // failure message keeps.
@@ -283,6 +298,10 @@ func (e *execImpl) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (
 
 	warnings, err := e.runProgram(ctx, in, out)
 	info := RunInfo{Warnings: warnings}
+	if re, ok := err.(*RunError); ok && re.notImplemented {
+		return info, &RunError{Class: Unavailable, Skip: true,
+			Msg: fmt.Sprintf("the program does not implement %s (exit status %d): not tested; %s", c.Kernel, ExecNotImplemented, re.Msg)}
+	}
 	if err != nil {
 		return info, err
 	}
@@ -377,7 +396,9 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 				status = fmt.Sprintf("exit status %d", ps.ExitCode())
 			}
 		}
-		return warnings, &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		re := &RunError{Class: Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		re.notImplemented = cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == ExecNotImplemented
+		return warnings, re
 	}
 	return warnings, nil
 }
@@ -407,7 +428,21 @@ func execWriteInput(path string, c *Case, outs []*Buffer) error {
 	if err != nil {
 		return err
 	}
-	return WriteSafetensors(path, tensors, map[string]string{MetaKernel: c.Kernel, MetaParams: params, MetaCase: c.ID})
+	type spec struct {
+		Name  string `json:"name"`
+		DType DType  `json:"dtype"`
+		Shape []int  `json:"shape"`
+		InOut bool   `json:"inout"`
+	}
+	specs := make([]spec, len(c.Outputs))
+	for i, o := range c.Outputs {
+		specs[i] = spec{o.Name, o.DType, o.Shape, o.InOut}
+	}
+	outputs, err := json.Marshal(specs)
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, tensors, map[string]string{MetaKernel: c.Kernel, MetaParams: params, MetaCase: c.ID, MetaOutputs: string(outputs)})
 }
 
 // execReadOutput checks out.safetensors against the case's outputs and,

@@ -268,6 +268,10 @@ type RunError struct {
 	// case tries again); RunPool retires the device and gives the case to
 	// the others.
 	Lost bool
+
+	// notImplemented marks an exec program's exit status
+	// ExecNotImplemented (execImpl.Run turns it into a skip).
+	notImplemented bool
 }
 
 func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }
