@@ -156,6 +156,16 @@ def test_exec_stated_outputs(tmp_path):
     np.testing.assert_array_equal(got["logits"].array, np.arange(6, dtype=np.float32).reshape(2, 3) * 2)
 
 
+def test_exec_swallowed_output_hint(tmp_path):
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, "swallows", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
+    assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
+
+
 def test_exec_rebinding_hint(tmp_path):
     inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
     write_in(inp, "rebinds", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))

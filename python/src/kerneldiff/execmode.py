@@ -25,7 +25,7 @@ import numpy as np
 
 from . import registry
 from .contracts import OutputSpec, lookup, output_specs
-from .device import DeviceError, Runner, Slot, unwritten_outputs
+from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .registry import ContractError
 from .stfile import Tensor, read_file, write_file
@@ -177,8 +177,7 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         if i >= 0:
             raise ExecError(f"exec: {kernel}: input {n!r} was modified (first at byte {i}; input-modified class)", code=1)
     for n in unwritten_outputs(kernel, outputs):
-        print(f"exec: {kernel}: output {n!r} still holds only the poison byte 0x{POISON:02X}: fill outputs in place "
-              "(out[...] = v, out.copy_(v)); rebinding or returning them writes nothing", file=sys.stderr)
+        print(f"exec: {kernel}: {unwritten_hint(impl, n, POISON)}", file=sys.stderr)
     write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()})
     return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
 
