@@ -55,6 +55,7 @@ func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record)
 	rec.Verdict = VerdictPass
 	stages, fallbacks := 0, 0
 	var kernels []string
+	var failed *StageOutcome // the last stage the implementation ran and failed
 	run := func(ctx context.Context, stage *Case) (StageResult, error) {
 		k, ok := LookupKernel(stage.Kernel)
 		if !ok {
@@ -70,6 +71,9 @@ func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record)
 		out, err := cr.RunCase(ctx, k, stage, srec)
 		if err != nil {
 			return StageResult{Rec: srec}, err
+		}
+		if srec.Failed() {
+			failed = &StageOutcome{Kernel: k, Case: stage, Outcome: out}
 		}
 		onRef := false
 		if srec.Verdict == VerdictSkip {
@@ -95,6 +99,7 @@ func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record)
 	switch {
 	case res.Failed():
 		rec.Verdict, rec.Class, rec.Message = VerdictFail, res.Class, res.Message
+		return Outcome{Stage: failed}, nil
 	case stages > 0 && fallbacks == stages:
 		rec.Verdict, rec.Class = VerdictSkip, Unavailable
 		rec.Message = fmt.Sprintf("the implementation offers none of the chain's kernels (%s): not tested", strings.Join(kernels, ", "))

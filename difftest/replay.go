@@ -26,6 +26,9 @@ type ReplayOptions struct {
 	Fatbin  string        // --fatbin, "" when not given
 	Device  int           // --device, repeated when not 0
 	Timeout time.Duration // --timeout, repeated when not DefaultTimeout
+	// Params are the run's --param NAME=VALUE, in order: ReplayCommand
+	// repeats them (a capture file holds the params it ran with).
+	Params []string
 }
 
 func (o ReplayOptions) prog() string {
@@ -54,12 +57,16 @@ func (o ReplayOptions) flags() string {
 
 // ReplayCommand returns
 //
-//	PROG run --suite SUITE --seed SEED --impl IMPL --run '^ID$' [--fatbin PATH] [--device N] [--timeout D]
+//	PROG run --suite SUITE --seed SEED --impl IMPL --run '^ID$' [--fatbin PATH] [--device N] [--timeout D] [--param NAME=VALUE]…
 //
 // with the case id regexp-quoted and every argument shell-quoted.
 func ReplayCommand(o ReplayOptions, caseID string, seed uint64) string {
-	return fmt.Sprintf("%s run --suite %s --seed %d --impl %s --run %s%s", o.prog(),
-		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"), o.flags())
+	var ps strings.Builder
+	for _, p := range o.Params {
+		ps.WriteString(" --param " + ShellQuote(p))
+	}
+	return fmt.Sprintf("%s run --suite %s --seed %d --impl %s --run %s%s%s", o.prog(),
+		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"), o.flags(), ps.String())
 }
 
 // ReplayCaptureLine returns

@@ -60,6 +60,17 @@ type CaseRun struct {
 // first run (nil when the implementation failed) and the reference's.
 type Outcome struct {
 	Got, Want []*Tensor
+	// Stage, for a chained case (Chain) that failed in a stage the
+	// implementation ran, is that stage: its kernel, case and outcome,
+	// which the diagnosis reads (Got and Want are then nil).
+	Stage *StageOutcome
+}
+
+// StageOutcome is the failing stage of a chained case.
+type StageOutcome struct {
+	Kernel  Kernel
+	Case    *Case
+	Outcome Outcome
 }
 
 // RunCase runs the validated case c of kernel k through the pipeline and

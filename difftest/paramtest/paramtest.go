@@ -141,7 +141,7 @@ func CheckFamilies(t testing.TB, k difftest.Kernel, dir string, minKeys int, unk
 
 // SuiteSpecs reads one kernel's file of an embedded suite,
 // fixtures/suites/SUITE/FILE (path from the kernel's folder, as its tests
-// run), with the harness's parser (difftest.ParseSuite: [case.matrix]
+// run), with the harness's parser (suite.ParseSuite: [case.matrix]
 // tables come back expanded, in suite order; unknown keys and duplicate
 // names are errors), and checks that it holds cases, all of kernel.
 func SuiteSpecs(t testing.TB, suite, file, kernel string) []difftest.CaseSpec {

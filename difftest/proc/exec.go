@@ -4,18 +4,24 @@
 // Per case, in a fresh temporary folder, the harness writes in.safetensors
 // (every input tensor under its contract name; every InOut output, such as
 // the paged cache, with its current canary-filled content; __metadata__ =
-// {"kernel", "params" (JSON), "case"}) and runs
+// {"kernel", "params" (JSON), "case", "outputs"}) and runs
 //
 //	CMD... /tmp/kerneldiff-exec-NNN/in.safetensors /tmp/kerneldiff-exec-NNN/out.safetensors
 //
 // The program writes every output of the case under its contract name,
 // with the exact dtype and shape of the case's OutputSpec, and exits 0.
+// "outputs" lists those specs as JSON, [{"name", "dtype", "shape",
+// "inout"}, ...], so a program needs no table of contracts of its own. A
+// program that does not implement the case's kernel exits with status
+// ExecNotImplemented (125): the case is not tested (skipped, class
+// unavailable), as a serve program's kernel it did not list in its hello.
 
 package proc
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +38,15 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
+
+// MetaOutputs is the __metadata__ key of an exec request that lists the
+// case's outputs (name, dtype, shape, inout) as JSON.
+const MetaOutputs = "outputs"
+
+// ExecNotImplemented is the exit status by which an exec program says it
+// does not implement the case's kernel (as `git bisect run` reads 125 as
+// "cannot test this one"): the case is skipped, not failed.
+const ExecNotImplemented = 125
 
 // ExecStderrTail is how many trailing bytes of an exec program's stderr a
 // failure message keeps.
@@ -285,6 +300,11 @@ func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case,
 
 	warnings, err := e.runProgram(ctx, in, out)
 	info := difftest.RunInfo{Warnings: warnings}
+	var ni *notImplementedError
+	if errors.As(err, &ni) {
+		return info, &difftest.RunError{Class: difftest.Unavailable, Skip: true,
+			Msg: fmt.Sprintf("the program does not implement %s (exit status %d): not tested; %s", c.Kernel, ExecNotImplemented, ni.Msg)}
+	}
 	if err != nil {
 		return info, err
 	}
@@ -379,7 +399,11 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 				status = fmt.Sprintf("exit status %d", ps.ExitCode())
 			}
 		}
-		return warnings, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		re := &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("%s after %v%s", status, elapsed.Round(time.Millisecond), tail.suffix())}
+		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == ExecNotImplemented {
+			return warnings, &notImplementedError{re}
+		}
+		return warnings, re
 	}
 	return warnings, nil
 }
@@ -409,7 +433,21 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 	if err != nil {
 		return err
 	}
-	return difftest.WriteSafetensors(path, tensors, map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID})
+	type spec struct {
+		Name  string         `json:"name"`
+		DType difftest.DType `json:"dtype"`
+		Shape []int          `json:"shape"`
+		InOut bool           `json:"inout"`
+	}
+	specs := make([]spec, len(c.Outputs))
+	for i, o := range c.Outputs {
+		specs[i] = spec{o.Name, o.DType, o.Shape, o.InOut}
+	}
+	outputs, err := json.Marshal(specs)
+	if err != nil {
+		return err
+	}
+	return difftest.WriteSafetensors(path, tensors, map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID, MetaOutputs: string(outputs)})
 }
 
 // execReadOutput checks out.safetensors against the case's outputs and,
@@ -505,3 +543,9 @@ func (t *execTail) suffix() string {
 	}
 	return "; stderr: " + s
 }
+
+// notImplementedError is the crash of an exec program that exited with
+// ExecNotImplemented: Run turns it into a skip ("not tested").
+type notImplementedError struct{ *difftest.RunError }
+
+func (e *notImplementedError) Unwrap() error { return e.RunError }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -561,5 +562,37 @@ func TestExecPython(t *testing.T) {
 				t.Errorf("Check: %s %s", res.Class, res.Message)
 			}
 		})
+	}
+}
+
+// TestExecNotImplemented: a program that exits with status 125 does not
+// implement the case's kernel: the case is not tested (unavailable,
+// Skip), as under serve, with the program's reason; and the request
+// states the case's outputs in __metadata__["outputs"].
+func TestExecNotImplemented(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog")
+	meta := filepath.Join(dir, "meta")
+	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + execQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	impl := proc.NewExecImpl(execQuote(prog), time.Minute)
+	defer impl.Close()
+	c := fakekernel.CopyCase(2, 3)
+	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	var rerr *difftest.RunError
+	if !errors.As(err, &rerr) || rerr.Class != difftest.Unavailable || !rerr.Skip {
+		t.Fatalf("Run returned %v, want unavailable with Skip", err)
+	}
+	execContains(t, rerr.Msg, []string{"does not implement " + c.Kernel, "not tested", "is not implemented here"})
+	head, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Outputs[0]
+	want := fmt.Sprintf(`"outputs":"[{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[`, o.Name, o.DType)
+	if !strings.Contains(string(head), want) {
+		t.Errorf("request header %q does not state the outputs (%s)", head, want)
 	}
 }

@@ -46,12 +46,36 @@ type Variant struct {
 	// PoisonA, the canary), like Mutant.Run. It may return an error or
 	// panic on a case it cannot handle: that is no match.
 	Run func(c *difftest.Case, outs []*difftest.Tensor) error
+	// Accepts, for a variant that is a declared precision rather than one
+	// output (Run nil), is that alternative contract's check: whether the
+	// implementation's outputs got pass case c under it (want: the
+	// reference's outputs), e.g. the contract's check with accum_bits 8.
+	// It returns false where the case already declares that precision or
+	// a coarser one. A panic is no match.
+	Accepts func(c *difftest.Case, got, want []*difftest.Tensor) bool
+	// Precision marks an Accepts variant: the diagnosis says "passes as
+	// NAME: DOC" rather than "behaves like NAME: DOC".
+	Precision bool
 }
 
 // VariantProvider is an optional interface of a Kernel: the named
 // semantic variants the diagnosis tries besides the kernel's mutants.
 type VariantProvider interface {
 	Variants() []Variant
+}
+
+// CandidateMatcher is an optional interface of a Kernel, preferred to
+// Matcher by the diagnosis: MatchCandidate reports whether got, the
+// implementation's outputs of case c, pass the own check of the candidate
+// named name (a catalog mutant or a variant), whose outputs on c are cand:
+// the candidate's order with the contract's freedoms (any choice among
+// keys tied at the K-th under that order, an unspecified output order,
+// either NaN sign or payload where the candidate does not fix it), and the
+// candidate's precision with the contract's derived tolerance. So an
+// implementation that reproduces a candidate's fault with another tie
+// choice or another f32 summation order is still recognised.
+type CandidateMatcher interface {
+	MatchCandidate(c *difftest.Case, name string, cand, got []*difftest.Tensor) bool
 }
 
 // Matcher is an optional interface of a Kernel: Match reports whether two
@@ -110,6 +134,10 @@ type Candidate struct {
 	Doc   string   // the mutant's Fault, or the variant's Doc
 	Parts []string // a combination's parts; nil otherwise
 	Run   func(c *difftest.Case, outs []*difftest.Tensor) error
+	// Accepts and Precision as in Variant: a declared precision's check,
+	// run on the implementation's outputs instead of Run.
+	Accepts   func(c *difftest.Case, got, want []*difftest.Tensor) bool
+	Precision bool
 }
 
 // Candidates returns what the diagnosis tries for kernel k, in order: its
@@ -125,11 +153,11 @@ func Candidates(k difftest.Kernel) []Candidate {
 	}
 	if vp, ok := k.(VariantProvider); ok {
 		for _, v := range vp.Variants() {
-			if v.Alias != "" || names[v.Name] || v.Run == nil {
+			if v.Alias != "" || names[v.Name] || v.Run == nil && v.Accepts == nil {
 				continue
 			}
 			names[v.Name] = true
-			cs = append(cs, Candidate{Name: v.Name, Doc: v.Doc, Parts: v.Parts, Run: v.Run})
+			cs = append(cs, Candidate{Name: v.Name, Doc: v.Doc, Parts: v.Parts, Run: v.Run, Accepts: v.Accepts, Precision: v.Precision})
 		}
 	}
 	return cs
@@ -141,6 +169,17 @@ func Candidates(k difftest.Kernel) []Candidate {
 func DescribeCandidate(kernel, name string) string {
 	k, ok := difftest.LookupKernel(kernel)
 	if !ok {
+		return ""
+	}
+	if _, chain := k.(difftest.Chain); chain {
+		// A chained case is diagnosed by its stages' candidates.
+		for _, sk := range difftest.Kernels() {
+			if _, ok := sk.(difftest.Chain); !ok {
+				if d := DescribeCandidate(sk.Name(), name); d != "" {
+					return d
+				}
+			}
+		}
 		return ""
 	}
 	for _, m := range k.Mutants() {
@@ -156,6 +195,31 @@ func DescribeCandidate(kernel, name string) string {
 		}
 	}
 	return ""
+}
+
+// isPrecision reports whether name is a declared-precision variant
+// (Variant.Precision) of the named kernel.
+func isPrecision(kernel, name string) bool {
+	k, ok := difftest.LookupKernel(kernel)
+	if !ok {
+		return false
+	}
+	if _, chain := k.(difftest.Chain); chain {
+		for _, sk := range difftest.Kernels() {
+			if _, ok := sk.(difftest.Chain); !ok && isPrecision(sk.Name(), name) {
+				return true
+			}
+		}
+		return false
+	}
+	if vp, ok := k.(VariantProvider); ok {
+		for _, v := range vp.Variants() {
+			if v.Name == name {
+				return v.Precision
+			}
+		}
+	}
+	return false
 }
 
 // Diagnosis is what Diagnose found for one failing case.
@@ -182,6 +246,14 @@ type Diagnosis struct {
 // where it equals an implementation that failed for another reason (a
 // guard band, a second run that disagrees). Check runs only for the
 // candidates whose output equals got.
+//
+// A candidate is also a match when k's CandidateMatcher says got passes
+// the candidate's own check (its order with the contract's freedoms, its
+// precision with the contract's tolerance), and a declared precision
+// (Candidate.Accepts) when got fails c by its comparison alone and passes
+// that precision's check. Precisions run first (each is one check of
+// got), then the other candidates in order; one that a smaller matching
+// combination covers is not run.
 //
 // A candidate gets fresh outputs filled with PoisonA (got's poison, also
 // the canary of in-out outputs); an error, a panic or an output of the
@@ -213,8 +285,29 @@ func diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, wan
 		defer t.Stop()
 		deadline = t.C
 	}
+	// Declared precisions first: each is one check of got, and a case
+	// whose budget runs out among the mutants still says which precision
+	// it passes as.
+	order := make(map[string]int, len(cands))
+	for i, cand := range cands {
+		order[cand.Name] = i
+	}
+	slices.SortStableFunc(cands, func(a, b Candidate) int {
+		return cmpBool(a.Run != nil, b.Run != nil)
+	})
 	var matched []Candidate
 	for _, cand := range cands {
+		if coveredBySmaller(cand, matched) {
+			d.Tried++ // would be dropped below: a smaller combination matched
+			continue
+		}
+		if cand.Run == nil {
+			if checkOnly(k, c, got, want) && accepts(cand, c, got, want) {
+				matched = append(matched, cand)
+			}
+			d.Tried++
+			continue
+		}
 		outs, ok, stop := runCandidate(ctx, deadline, c, cand)
 		if stop != "" {
 			d.Note = fmt.Sprintf("diagnosis incomplete: %s after %d of %d candidates", stop, d.Tried, len(cands))
@@ -224,10 +317,11 @@ func diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, wan
 			break
 		}
 		d.Tried++
-		if ok && same(outs, got) && failsOn(k, c, outs, want) {
+		if ok && (same(outs, got) || matchCandidate(k, c, cand.Name, outs, got)) && failsOn(k, c, outs, want) {
 			matched = append(matched, cand)
 		}
 	}
+	slices.SortFunc(matched, func(a, b Candidate) int { return order[a.Name] - order[b.Name] })
 	for _, m := range matched {
 		if !coveredBySmaller(m, matched) {
 			d.Matches = append(d.Matches, m.Name)
@@ -235,6 +329,17 @@ func diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, wan
 	}
 	d.Elapsed = time.Since(start)
 	return d
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // partsOf is a candidate's set of behaviours: its Parts, or itself.
@@ -298,8 +403,8 @@ func runCandidate(ctx context.Context, deadline <-chan time.Time, c *difftest.Ca
 }
 
 // failsOn reports whether a candidate's outputs fail case c as an
-// implementation's would: a byte outside k.Written changed from the
-// canary (PoisonA), or k.Check against want fails. A Check that panics
+// implementation's would: a byte outside k.Written (and k.Unspecified)
+// changed from the canary (PoisonA), or k.Check against want fails. A Check that panics
 // counts as not failing (no match).
 func failsOn(k difftest.Kernel, c *difftest.Case, outs, want []*difftest.Tensor) (fails bool) {
 	defer func() {
@@ -307,21 +412,79 @@ func failsOn(k difftest.Kernel, c *difftest.Case, outs, want []*difftest.Tensor)
 			fails = false
 		}
 	}()
-	written := k.Written(c)
-	if len(written) != len(outs) {
+	if len(k.Written(c)) != len(outs) {
 		return false
 	}
-	untouched := make([][]difftest.Range, len(outs))
-	for i, o := range c.Outputs {
-		var err error
-		if untouched[i], err = difftest.Complement(o.Name, o.Bytes(), written[i]); err != nil {
-			return false
-		}
-	}
-	if difftest.CheckCanary(outs, untouched, difftest.PoisonA) != nil {
+	if canaryBroken(k, c, outs) {
 		return true
 	}
 	return k.Check(c, outs, want).Failed()
+}
+
+// checkOnly reports whether got fails case c through k.Check alone: every
+// byte outside k.Written kept the canary (PoisonA). A declared precision
+// explains only such a failure.
+func checkOnly(k difftest.Kernel, c *difftest.Case, got, want []*difftest.Tensor) bool {
+	return !canaryBroken(k, c, got) && failsOn(k, c, got, want)
+}
+
+// canaryBroken reports whether a byte of outs outside k.Written and
+// k.Unspecified changed from the canary (PoisonA), as the runner checks
+// it; lists that do not fit the outputs count as broken.
+func canaryBroken(k difftest.Kernel, c *difftest.Case, outs []*difftest.Tensor) bool {
+	written := k.Written(c)
+	if len(written) != len(outs) || len(outs) != len(c.Outputs) {
+		return true
+	}
+	var unspecified [][]difftest.Range
+	if us, ok := k.(difftest.Unspecifier); ok {
+		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(outs) {
+			return true
+		}
+	}
+	untouched := make([][]difftest.Range, len(outs))
+	for i, o := range c.Outputs {
+		owned := written[i]
+		if unspecified != nil {
+			owned = append(append([]difftest.Range(nil), written[i]...), unspecified[i]...)
+		}
+		var err error
+		if untouched[i], err = difftest.Complement(o.Name, o.Bytes(), owned); err != nil {
+			return true
+		}
+	}
+	return difftest.CheckCanary(outs, untouched, difftest.PoisonA) != nil
+}
+
+// accepts runs a precision candidate's check on got; a panic or a
+// candidate without Accepts is no match.
+func accepts(cand Candidate, c *difftest.Case, got, want []*difftest.Tensor) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return cand.Accepts != nil && cand.Accepts(c, got, want)
+}
+
+// matchCandidate applies k's CandidateMatcher (false for a kernel without
+// one, or when it panics): got passes the named candidate's own check.
+func matchCandidate(k difftest.Kernel, c *difftest.Case, name string, cand, got []*difftest.Tensor) (ok bool) {
+	m, has := k.(CandidateMatcher)
+	if !has || len(cand) != len(got) || len(got) != len(c.Outputs) {
+		return false
+	}
+	for i := range got {
+		if cand[i] == nil || got[i] == nil || len(cand[i].Data) != len(got[i].Data) {
+			return false
+		}
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return m.MatchCandidate(c, name, cand, got)
 }
 
 // sameOutputs applies k's Matcher, or compares every byte.
@@ -353,6 +516,9 @@ func DiagnosisLines(r *difftest.Record) []string {
 	var lines []string
 	for _, name := range r.Diagnosis {
 		l := "behaves like " + difftest.SafeText(name)
+		if isPrecision(r.Kernel, name) {
+			l = "passes as " + difftest.SafeText(name)
+		}
 		if doc := DescribeCandidate(r.Kernel, name); doc != "" {
 			l += ": " + difftest.SafeText(doc)
 		}
@@ -365,10 +531,14 @@ func DiagnosisLines(r *difftest.Record) []string {
 }
 
 // diagnoseRecord diagnoses a failing case within cfg's budgets and
-// records the result. A case without outputs (a crash, a time-out) is not
+// records the result; a chained case's diagnosis is its failing stage's
+// (Outcome.Stage), named by that stage kernel's candidates. A case without outputs (a crash, a time-out) is not
 // diagnosed and says nothing; one reached after the run's total budget is
 // spent says so in its note.
 func diagnoseRecord(ctx context.Context, cfg *DiagnoseConfig, k difftest.Kernel, c *difftest.Case, out difftest.Outcome, rec *difftest.Record) {
+	if s := out.Stage; out.Got == nil && s != nil && s.Case != nil {
+		k, c, out = s.Kernel, s.Case, s.Outcome // a chain: its failing stage
+	}
 	if out.Got == nil || out.Want == nil {
 		return
 	}

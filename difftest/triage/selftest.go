@@ -193,7 +193,11 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k difftest.Kernel, imp
 		if rec.Failed() {
 			row.Caught, row.Case, row.Seed, row.Class, row.Message = true, rec.Case, rec.Seed, rec.Class, rec.Message
 			if row.Mutant != "reference" {
-				d := Diagnose(ctx, k, c, out.Got, out.Want, cfg.DiagnoseBudget)
+				dk, dc := k, c
+				if s := out.Stage; out.Got == nil && s != nil && s.Case != nil {
+					dk, dc, out = s.Kernel, s.Case, s.Outcome // a chain: its failing stage
+				}
+				d := Diagnose(ctx, dk, dc, out.Got, out.Want, cfg.DiagnoseBudget)
 				row.Diagnosis, row.DiagnosisNote = d.Matches, d.Note
 			}
 			break

@@ -31,6 +31,9 @@ const (
 	// slack absorbs the second-order terms (products of two δ's) dropped
 	// below and the f64 reference's own rounding (≈ 2^-53 relative).
 	slack = 1 + 0x1p-10
+	// ubf16 is the unit roundoff of bfloat16 (8 significand bits), 2^-8:
+	// a declared bf16 intermediate (Params.Intermediate) rounds with it.
+	ubf16 = 0x1p-8
 	// f32Max is the largest finite binary32 value.
 	f32Max = math.MaxFloat32
 )
@@ -116,6 +119,22 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 	}
 	r := normF64(in.p.Norm, &x, &in.w, &in.b, eps, y)
 	var sh [Dim]float64 // the common-shift direction: the error is Δ·sh, |Δ| ≤ em
+	// Declared bf16 between the stages (Params.Intermediate): each stage's
+	// 128 outputs are rounded once more, to bf16, before the next stage
+	// reads them: |bf16(v) − v| ≤ ubf16·|v| + 2^-134 (RNE, 8 significand
+	// bits, bf16's subnormal spacing 2^-133), with v within e_i + εm|sh_i|
+	// of |y_i|. The added error then flows through the later stages like
+	// any other carried error. The last stage's rounding is not added
+	// for the BF16 store, whose own RNE rounding it is (rounding twice to
+	// bf16 by RNE is rounding once), so the store check stays exact there.
+	stage := func() {}
+	if in.p.Intermediate == IntermediateBF16 {
+		stage = func() {
+			for i := range e {
+				e[i] += ubf16*(math.Abs(y[i])+em*math.Abs(sh[i])+e[i]) + 0x1p-134
+			}
+		}
+	}
 	for i := range d {
 		ed := 0.0
 		if in.p.Norm == NormLayer {
@@ -128,6 +147,8 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 			e[i] += u * (math.Abs(y[i]) + em*math.Abs(sh[i]) + e[i])
 		}
 	}
+
+	stage()
 
 	// Stage 2, RoPE: out = a·c − b·s (or a·s + b·c) with exact f32 c, s.
 	// The shift maps exactly (sh' = R·sh). Per-dim errors carry through
@@ -152,6 +173,10 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		ia, ib := ropePair(in.p.RopeStyle, in.p.RopeOffset, j)
 		e[ia] += u * (math.Abs(y[ia]) + em*math.Abs(sh[ia]) + e[ia])
 		e[ib] += u * (math.Abs(y[ib]) + em*math.Abs(sh[ib]) + e[ib])
+	}
+
+	if in.p.Hadamard || in.p.Store != StoreBF16 {
+		stage()
 	}
 
 	// Stage 3, Hadamard: S_k = Σ_j ±y_j is a 128-term sum whatever the
@@ -182,6 +207,9 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		for k := range y {
 			e[k] += em * math.Abs(sh[k])
 		}
+	}
+	if in.p.Hadamard && in.p.Store != StoreBF16 {
+		stage()
 	}
 	for k := range e {
 		e[k] = e[k]*slack + tiny

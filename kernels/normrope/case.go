@@ -42,7 +42,8 @@ type gen struct {
 // families and their parameters). Suite parameters, all optional:
 //
 //	preset     "v32" | "v4" | "v4-bf16" | "v4-fp4" (default "v4"), then overrides:
-//	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model
+//	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model,
+//	intermediate (f32 or bf16: the declared precision between the stages)
 //	P          page size, a power of two in [1, MaxPageSize] (default 64)
 //	N          tokens, [1, MaxTokens] (default 96)
 //	x_stride   row stride of x, [128, MaxXStride] (default 128; padding
@@ -128,6 +129,9 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
 	eps := pp.Float("eps", float64(DefaultEps))
 	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
+	if pp.String("intermediate", IntermediateF32, IntermediateF32, IntermediateBF16) == IntermediateBF16 {
+		p.Intermediate = IntermediateBF16
+	}
 	g := &gen{family: spec.Family, p: p}
 	g.n = pp.Int("N", 96)
 	g.stride = pp.Int("x_stride", Dim)

@@ -27,6 +27,21 @@ type sim32 struct {
 	welford  bool   // LayerNorm mean and variance by Welford's running update (as PyTorch's layer_norm kernels)
 	onePass  bool   // LayerNorm variance as E[x²] − mean² (one pass; not a legitimate kernel: it cancels when |mean| ≫ std)
 	fault    string // a mutant name of mutants.go, a variant name of variants.go, or ""
+	// bf16Stages rounds the 128 values to bf16 (RNE) after the norm,
+	// after RoPE and after the Hadamard transform, as a chain of separate
+	// bf16 ops does (SGLang's unfused V3.2 path): Params.Intermediate
+	// "bf16" declares it.
+	bf16Stages bool
+}
+
+// roundStage rounds z to bf16 in place when s.bf16Stages.
+func (s sim32) roundStage(z *[Dim]float32) {
+	if !s.bf16Stages {
+		return
+	}
+	for i, v := range z {
+		z[i] = numeric.BF16ToF32(numeric.BF16FromF32(v))
+	}
 }
 
 // sum32 adds v in float32, left to right or pairwise.
@@ -99,6 +114,7 @@ func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
 		}
 	}
 
+	s.roundStage(z)
 	style, off, pos := in.p.RopeStyle, in.p.RopeOffset, in.pos.I64(t)
 	switch s.fault {
 	case "rope-style-swap":
@@ -120,9 +136,11 @@ func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
 		z[ib] = a*sn + b*c
 	}
 
+	s.roundStage(z)
 	if !in.p.Hadamard {
 		return
 	}
+	defer s.roundStage(z)
 	h := float32(hadamardScale)
 	if s.fault == "hadamard-unscaled" {
 		h = 1

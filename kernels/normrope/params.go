@@ -44,7 +44,19 @@ type Params struct {
 	NumPages   int     `json:"num_pages"`        // pages in the cache, ≥ 1, num_pages·page_bytes ≤ MaxCacheBytes
 	Eps        float32 `json:"eps"`              // norm epsilon, a positive normal f32 (1e-6 in both families)
 	Model      string  `json:"model"`            // YaRN table of the freqs input: "v32" or "v4", or "" in a capture of a live call (informational for replay)
+	// Intermediate is the declared precision between the stages: "" (f32
+	// throughout, the contract's default) or "bf16" (the 128 values
+	// rounded to bf16 after the norm, after RoPE and after the Hadamard
+	// transform, as SGLang's unfused V3.2 path does). The bound follows
+	// it (bound.go); the reference does not.
+	Intermediate string `json:"intermediate,omitempty"`
 }
+
+// Values of Params.Intermediate as suite params give them.
+const (
+	IntermediateF32  = "f32"
+	IntermediateBF16 = "bf16"
+)
 
 // Enumerated values of Params.
 const (
@@ -122,6 +134,8 @@ func (p Params) Check() error {
 	case p.NumPages > MaxCacheBytes/p.PageBytes():
 		return difftest.Inputf("num_pages", nil, "%d pages of %d bytes (%s store, P=%d) exceed the cache limit of %d bytes (MaxCacheBytes): at most %d pages at this page size",
 			p.NumPages, p.PageBytes(), p.Store, p.PageSize, MaxCacheBytes, MaxCacheBytes/p.PageBytes())
+	case p.Intermediate != "" && p.Intermediate != IntermediateBF16:
+		return difftest.Inputf("intermediate", nil, "must be %q or absent (f32 between the stages), got %q", IntermediateBF16, p.Intermediate)
 	case p.Model != "" && p.Model != ModelV32 && p.Model != ModelV4:
 		return difftest.Inputf("model", nil, "must be %q, %q or absent (a capture of a live call: the freqs input is the table), got %q", ModelV32, ModelV4, p.Model)
 	}

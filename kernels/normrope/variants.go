@@ -28,9 +28,11 @@ const (
 //     16 bits, as __float2bfloat16_rz, Triton's
 //     .to(tl.bfloat16, fp_downcast_rounding="rtz") and hand-written
 //     (bits >> 16) conversions do;
+//
 //   - e4m3-truncate: scaled values → e4m3fn rounded toward zero
 //     (saturating at ±448, NaN → 0x7F), as Triton's
 //     .to(tl.float8e4nv, fp_downcast_rounding="rtz") does;
+//
 //   - scale-no-floor (alias of the mutant): scale = amax/448 with no 1e-4
 //     floor, as per-token quantisers written from the formula alone do
 //     (an all-zero token gets scale 0 and NaN codes);
@@ -47,6 +49,9 @@ const (
 //     GPT-J/interleaved (2j, 2j+1) where NeoX/rotate_half (j, j+32) is
 //     asked and back, as a kernel ported between model families with the
 //     wrong rotary convention does.
+//
+//   - intermediate=bf16 (a precision variant): passes the contract's
+//     check with bf16 declared between the stages (Params.Intermediate).
 //
 // e4m3-truncate runs the binary32 kernel model (model32.go) with that one
 // change, like the mutants; it returns the case's *InputError for an
@@ -68,8 +73,25 @@ func Variants() []triage.Variant {
 				return runSim(c, outs, sim32{fault: variantFP4TiesDownPack})
 			}},
 		{Name: "rope-style-swap", Alias: "rope-style-swap", Doc: "the other RoPE pairing: interleaved (GPT-J) where neox (rotate_half) is asked, and back"},
+		{Name: VariantIntermediateBF16, Precision: true,
+			Doc: "bf16 between norm, RoPE, Hadamard and the store, as SGLang's unfused V3.2 path does",
+			Accepts: func(c *difftest.Case, got, want []*difftest.Tensor) bool {
+				p, err := paramsOf(c)
+				if err != nil || p.Intermediate == IntermediateBF16 {
+					return false
+				}
+				p.Intermediate = IntermediateBF16
+				cc := *c
+				cc.Params = p
+				return !Check(&cc, got, want).Failed()
+			}},
 	}
 }
+
+// VariantIntermediateBF16 is the precision variant "passes as
+// intermediate=bf16": the store's check with Params.Intermediate bf16
+// declared, on a case that declares f32.
+const VariantIntermediateBF16 = "intermediate=bf16"
 
 // Variants returns the semantic variants (triage.VariantProvider); see
 // Variants.

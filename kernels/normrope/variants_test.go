@@ -172,16 +172,16 @@ func TestVariantCatalog(t *testing.T) {
 			if !mutants[v.Alias] || v.Alias != v.Name || v.Run != nil {
 				t.Errorf("%s: alias %q is not the mutant of that name, or it has its own Run", v.Name, v.Alias)
 			}
-		case mutants[v.Name] || v.Run == nil:
+		case mutants[v.Name] || v.Run == nil && (v.Accepts == nil || !v.Precision):
 			t.Errorf("%s: named like a mutant without being its alias, or no Run", v.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap"}) {
+	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap", VariantIntermediateBF16}) {
 		t.Errorf("variants %v", names)
 	}
 	cands := triage.Candidates(Kernel{})
-	if len(cands) != len(Mutants())+3 || cands[len(cands)-3].Name != variantE4M3Truncate || cands[len(cands)-1].Name != variantFP4TiesDownPack {
-		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack)
+	if len(cands) != len(Mutants())+4 || cands[len(cands)-4].Name != variantE4M3Truncate || cands[len(cands)-2].Name != variantFP4TiesDownPack || cands[len(cands)-1].Name != VariantIntermediateBF16 {
+		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack, VariantIntermediateBF16)
 	}
 }
 

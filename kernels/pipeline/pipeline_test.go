@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
@@ -225,6 +226,37 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 		}
 		if (tt.want == "") != (checkErr == nil) || (checkErr != nil && !strings.Contains(checkErr.Error(), tt.want)) {
 			t.Errorf("%v: got %v, want %q", tt.params, checkErr, tt.want)
+		}
+	}
+}
+
+// TestChainCarriesStageDiagnosis: a pipeline case that fails in a stage
+// carries that stage's diagnosis, named by the stage kernel's catalog
+// (and described), as `difftest run --diagnose` records it.
+func TestChainCarriesStageDiagnosis(t *testing.T) {
+	for _, mutant := range []string{"topk-page-row0", "logits-no-relu", "rope-half-swap"} {
+		k, m, ok := difftest.FindMutant(mutant)
+		if !ok {
+			t.Fatalf("no mutant %s", mutant)
+		}
+		var recs []*difftest.Record
+		_, err := difftest.Run(context.Background(), difftest.Config{
+			Items: []difftest.Item{{Seed: 1, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: KernelName, Family: "needle", Name: "diag",
+				Params: map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2)}}}}},
+			Impl: difftest.MutantImpl{Kernel: k.Name(), Mutant: m}, ImplName: "mutant:" + mutant,
+			Diagnose: (&triage.DiagnoseConfig{}).DiagnoseRecord,
+			OnRecord: func(r *difftest.Record) error { recs = append(recs, r); return nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || !recs[0].Failed() {
+			t.Fatalf("%s: records %v", mutant, recs)
+		}
+		r := recs[0]
+		lines := triage.DiagnosisLines(r)
+		if len(r.Diagnosis) == 0 || r.Diagnosis[0] != mutant || len(lines) == 0 || !strings.HasPrefix(lines[0], "behaves like "+mutant+": "+m.Fault) {
+			t.Errorf("%s: %s; diagnosis %v, lines %q", mutant, r.Message, r.Diagnosis, lines)
 		}
 	}
 }

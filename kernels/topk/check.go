@@ -188,6 +188,17 @@ func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *che
 		}
 	}
 	if r.msg != "" {
+		// A pick outside the row is the cause when both fail (a −inf
+		// pick emitted as −1 leaves a hole, the pick past L that took
+		// its place is the bug): it leads the message.
+		var past rowVerdict
+		v.pastRow(b, gPage, gRaw, &past)
+		if past.msg != "" {
+			pad := r.count[rulePadding]
+			r.msg, r.rule = fmt.Sprintf("%s; also %d entries break the padding rule", past.msg, pad), ruleOutOfRange
+			r.count[ruleOutOfRange] = past.count[ruleOutOfRange]
+			r.worst[ruleOutOfRange] = past.worst[ruleOutOfRange]
+		}
 		return r
 	}
 	// Rule 2: positions in range, page_indices = slot(raw), distinct.
@@ -286,9 +297,7 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 			i := int64(raw.I32(b*K + j))
 			pos[j] = i
 			if i < 0 || i >= int64(L) {
-				name, idx := entry(raw, b, j)
-				r.offend(ruleOutOfRange, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(i), Want: fmt.Sprintf("a position in [0, L = %d)", L)},
-					b, "raw_indices[%d][%d] = %d outside [0, L = %d)", b, j, i, L)
+				v.offendRaw(b, j, i, raw, r)
 				continue
 			}
 			if got, want := int64(page.I32(b*K+j)), v.slot(b, int(i)); got != want {
@@ -316,11 +325,16 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 		}
 		delete(byPage, id)
 	}
+	var own map[int64]int
 	for j, i := range pos {
 		if i >= 0 && i < int64(L) {
 			continue
 		}
 		sl := int64(page.I32(b*K + j))
+		if pj, at, ok := v.ownPosition(b, sl, &own); ok && at >= int64(L) {
+			v.offendPast(b, j, sl, pj, at, page, r)
+			continue
+		}
 		u := unmappedSlot{b: b, j: j, slot: sl, id: sl >> v.shift, page: -1, offset: sl & int64(v.p.P-1), L: L, used: used, negative: sl < 0}
 		if i >= int64(L) {
 			u.page, u.pos = int(i>>v.shift), i
@@ -334,6 +348,78 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 		}
 	}
 	return pos
+}
+
+// offendRaw counts raw_indices[b][j] = i, outside [0, L), under rule
+// out_of_range; the message says which side of the row it lies on.
+func (v *view) offendRaw(b, j int, i int64, raw *difftest.Tensor, r *rowVerdict) {
+	L := v.length(b)
+	name, idx := entry(raw, b, j)
+	e := difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(i), Want: fmt.Sprintf("a position in [0, L = %d)", L)}
+	switch {
+	case i >= int64(v.p.Stride):
+		r.offend(ruleOutOfRange, e, b, "raw_indices[%d][%d] = %d is out of the row (stride %d, L = %d)", b, j, i, v.p.Stride, L)
+	case i >= int64(L):
+		r.offend(ruleOutOfRange, e, b, "raw_indices[%d][%d] = %d is a pick at or past L = %d (outside [0, L))", b, j, i, L)
+	default:
+		r.offend(ruleOutOfRange, e, b, "raw_indices[%d][%d] = %d is outside [0, L = %d)", b, j, i, L)
+	}
+}
+
+// offendPast counts page_indices[b][j] = sl, which reads back through row
+// b's own page table (its entry pj) to position at ≥ L, under rule
+// out_of_range: a pick past the row's length.
+func (v *view) offendPast(b, j int, sl int64, pj int, at int64, page *difftest.Tensor, r *rowVerdict) {
+	L := v.length(b)
+	name, idx := entry(page, b, j)
+	r.offend(ruleOutOfRange, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprintf("%d (position %d)", sl, at), Want: fmt.Sprintf("the slot of a position in [0, L = %d)", L)},
+		b, "page_indices[%d][%d] = %d is a pick at or past L: position %d ≥ L = %d (page_table[%d][%d] = %d, offset %d)",
+		b, j, sl, at, L, b, pj, sl>>v.shift, sl&int64(v.p.P-1))
+}
+
+// ownPosition reads slot sl back through all of row b's page table
+// (max_pages entries, used or not): the first entry pj holding its page id
+// and the position pj·P + (sl & (P−1)). *own caches the row's inverted
+// table between calls (nil at first). ok is false for a negative slot or
+// a page id the row's table does not hold.
+func (v *view) ownPosition(b int, sl int64, own *map[int64]int) (pj int, at int64, ok bool) {
+	if sl < 0 {
+		return 0, 0, false
+	}
+	if *own == nil {
+		*own = make(map[int64]int, v.p.MaxPages)
+		for p := v.p.MaxPages - 1; p >= 0; p-- {
+			(*own)[int64(v.table.I32(b*v.p.MaxPages+p))] = p
+		}
+	}
+	pj, ok = (*own)[sl>>v.shift]
+	return pj, int64(pj)<<v.shift | sl&int64(v.p.P-1), ok
+}
+
+// pastRow counts in r every entry of row b, −1 aside, that is a pick
+// outside the row: a raw index outside [0, L), or without raw_indices a
+// page index that reads back through the row's own page table to a
+// position ≥ L (ownPosition). checkRow applies it when rule 1 fails, so
+// that such a pick, the cause, is named before the padding rule it also
+// breaks.
+func (v *view) pastRow(b int, page, raw *difftest.Tensor, r *rowVerdict) {
+	K, L := v.p.K, v.length(b)
+	var own map[int64]int
+	for j := 0; j < K; j++ {
+		if raw != nil {
+			if i := int64(raw.I32(b*K + j)); i != -1 && (i < 0 || i >= int64(L)) {
+				v.offendRaw(b, j, i, raw, r)
+			}
+			continue
+		}
+		sl := int64(page.I32(b*K + j))
+		if sl == -1 {
+			continue
+		}
+		if pj, at, ok := v.ownPosition(b, sl, &own); ok && at >= int64(L) {
+			v.offendPast(b, j, sl, pj, at, page, r)
+		}
+	}
 }
 
 // pageFault reports, for a case without raw_indices, a page index that

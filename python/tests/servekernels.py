@@ -49,3 +49,9 @@ def reshape(a, b, **params):
 @kerneldiff.implements("rebinds", outputs=_copy_outputs)
 def rebinds(a, b, **params):
     b = a * 2  # noqa: F841 -- the mistake under test: rebinding writes nothing
+
+
+@kerneldiff.implements("swallows", outputs=_copy_outputs)
+def swallows(a, out=None, **params):
+    """The mistake under test: the output is named b, so it lands in
+    **params and out stays None."""

@@ -95,7 +95,7 @@ def test_exec_custom_kernel_outputs(tmp_path):
     ("writes_input", 1, "input 'a' was modified (first at byte 2"),
     ("boom", 1, "ValueError: boom"),
     ("returns", 1, "must return None"),
-    ("unknown_kernel", 2, "'unknown_kernel' is not implemented here"),
+    ("unknown_kernel", 125, "'unknown_kernel' is not implemented here"),
 ])
 def test_exec_failures(tmp_path, kernel, code, words):
     inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
@@ -135,6 +135,35 @@ def test_unknown_kernel_without_outputs_spec(tmp_path):
     write_in(inp, "mystery", {}, a=Tensor("F32", np.zeros(1, np.float32)))
     with pytest.raises(ExecError, match="register it with implements"):
         run_exec(str(inp), str(tmp_path / "o"))
+
+
+def test_exec_stated_outputs(tmp_path):
+    """The harness states the case's outputs in __metadata__["outputs"]: a
+    kernel this package has no table for (here one named like none of its
+    contracts) runs from them alone."""
+    import kerneldiff
+
+    @kerneldiff.implements("stated_only")
+    def stated_only(a, logits, **params):
+        logits[...] = a.reshape(2, 3) * 2
+
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_file(inp, {"a": Tensor("F32", np.arange(6, dtype=np.float32))},
+               {"kernel": "stated_only", "case": "t/c", "params": "{}",
+                "outputs": json.dumps([{"name": "logits", "dtype": "F32", "shape": [2, 3], "inout": False}])})
+    run_exec(str(inp), str(out))
+    got, _ = read_file(out)
+    np.testing.assert_array_equal(got["logits"].array, np.arange(6, dtype=np.float32).reshape(2, 3) * 2)
+
+
+def test_exec_swallowed_output_hint(tmp_path):
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, "swallows", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
+    assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
 
 
 def test_exec_rebinding_hint(tmp_path):

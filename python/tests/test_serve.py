@@ -60,7 +60,7 @@ def test_version_text_and_hello_first():
     with Server([*SERVE, KERNELS, "--version", "my-kernels 0.3.1"]) as srv:
         hello = srv.recv()
         assert hello["version"].startswith("my-kernels 0.3.1 kerneldiff-py")
-        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape", "rebinds"])
+        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape", "rebinds", "swallows"])
 
 
 def test_topk_round_trip_real_values():

@@ -2,7 +2,8 @@
 
 Reads ``IN`` (every input under its contract name, in/out tensors such as
 ``cache`` with their prior content, ``__metadata__`` kernel, case, params as
-a JSON string), calls the same registered function the serve loop calls,
+a JSON string and outputs, the case's output specs as the harness states
+them), calls the same registered function the serve loop calls,
 and writes ``OUT`` with every output under its contract name with the exact
 dtype and shape (docs/interfaces.md, "The exec protocol").
 
@@ -18,13 +19,13 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import registry
-from .contracts import lookup, output_specs
-from .device import DeviceError, Runner, Slot, unwritten_outputs
+from .contracts import OutputSpec, lookup, output_specs
+from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .registry import ContractError
 from .stfile import Tensor, read_file, write_file
@@ -35,6 +36,11 @@ __all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
 POISON = 0xA5
 #: Guard band bytes on each side of an output.
 GUARD = 4096
+
+#: Exit status of a case whose kernel this program does not implement: the
+#: harness records it as not tested (skipped), as serve does for a kernel
+#: the hello did not list (difftest's ExecNotImplemented).
+NOT_IMPLEMENTED = 125
 
 
 class ExecError(Exception):
@@ -59,6 +65,24 @@ def _guarded(dtype: str, shape: Tuple[int, ...], fill: Optional[np.ndarray]) -> 
 def _first_diff(a: np.ndarray, b: np.ndarray) -> int:
     d = np.flatnonzero(a.reshape(-1).view(np.uint8) != b.reshape(-1).view(np.uint8))
     return int(d[0]) if d.size else -1
+
+
+def _stated_outputs(text: Optional[str]) -> Optional[List[OutputSpec]]:
+    """The output specs the harness states in ``__metadata__["outputs"]``
+    (a JSON list of {name, dtype, shape, inout}), or None when it states
+    none (an older harness: the package's own table is used)."""
+    if text is None:
+        return None
+    got = json.loads(text)
+    if not isinstance(got, list):
+        raise ValueError('__metadata__["outputs"] must be a JSON list')
+    specs = []
+    for o in got:
+        shape = tuple(int(d) for d in o["shape"])
+        if any(d < 0 for d in shape):
+            raise ValueError(f"output {o['name']!r}: negative dimension in {list(shape)}")
+        specs.append(OutputSpec(str(o["name"]), str(o["dtype"]), shape, inout=bool(o.get("inout", False))))
+    return specs
 
 
 def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[str, Any]:
@@ -104,10 +128,13 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         raise ExecError(f'exec: {in_path}: __metadata__["params"] must be a JSON object')
     impl = registry.get(kernel)
     if impl is None:
-        raise ExecError(f"exec: kernel {kernel!r} is not implemented here (registered: {', '.join(registry.kernels()) or 'none'})")
+        raise ExecError(f"exec: kernel {kernel!r} is not implemented here (registered: {', '.join(registry.kernels()) or 'none'}): "
+                        "not tested", code=NOT_IMPLEMENTED)
     shapes = {n: t.array.shape for n, t in tensors.items()}
     try:
-        specs = output_specs(kernel, params, shapes, impl.outputs)
+        specs = _stated_outputs(meta.get("outputs"))
+        if specs is None:
+            specs = output_specs(kernel, params, shapes, impl.outputs)
     except (ValueError, KeyError, TypeError) as e:
         raise ExecError(f"exec: {kernel}: cannot derive the outputs: {e}") from None
     contract = lookup(kernel)
@@ -151,8 +178,7 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         if i >= 0:
             raise ExecError(f"exec: {kernel}: input {n!r} was modified (first at byte {i}; input-modified class)", code=1)
     for n in unwritten_outputs(kernel, outputs):
-        print(f"exec: {kernel}: output {n!r} still holds only the poison byte 0x{POISON:02X}: fill outputs in place "
-              "(out[...] = v, out.copy_(v)); rebinding or returning them writes nothing", file=sys.stderr)
+        print(f"exec: {kernel}: {unwritten_hint(impl, n, POISON)}", file=sys.stderr)
     write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()})
     return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
 

@@ -97,6 +97,11 @@ class Implementation:
             p.kind is inspect.Parameter.VAR_KEYWORD for p in self._sig.parameters.values()
         )
 
+    def named(self, name: str) -> bool:
+        """Whether the function has a parameter of that name (not only
+        **kwargs): an output it does not name lands in **kwargs unseen."""
+        return self._sig is None or name in self._sig.parameters
+
     def accepts(self, name: str) -> bool:
         """Whether the function can take keyword `name`."""
         if self._var_kw:

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 import numpy as np
 
 from . import __version__, registry
-from .device import DeviceError, Runner, Slot, unwritten_outputs
+from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .protocol import (
     PROTOCOL,
@@ -178,8 +178,9 @@ class _Loop:
             )
         ns = self.runner.run(impl, inputs, outputs, req.params)
         for n in unwritten_outputs(req.kernel, outputs):
-            print(f"kerneldiff serve: seq {req.seq} {req.case}: output {n!r} still holds only the poison byte: "
-                  "fill outputs in place (out[...] = v, out.copy_(v)); rebinding or returning them writes nothing",
+            s = outputs[n]
+            poison = int(s.buffer[0]) if s.buffer is not None and len(s.buffer) else 0
+            print(f"kerneldiff serve: seq {req.seq} {req.case}: {unwritten_hint(impl, n, poison)}",
                   file=self.err, flush=True)
         return {"type": "result", "seq": req.seq, "status": "ok", "kernel_time_ns": int(ns), "device": self.device}
 

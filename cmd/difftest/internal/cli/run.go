@@ -199,6 +199,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "", "run shard `I/N` of the cases (0 ≤ I < N, split by case index), or auto: from a Slurm array, a Kubernetes indexed Job or KD_SHARD")
 	failfast := fs.Bool("failfast", false, "stop after the first failing case")
 	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
+	var params paramList
+	fs.Var(&params, "param", "set suite param `NAME=VALUE` in every case that takes it, e.g. accum_bits=8 (repeatable; see difftest list families)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -227,16 +229,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "%v", err)
 		}
 	}
-	suite, err := loadSuite(*suiteName)
+	st, err := loadSuite(*suiteName)
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
-	items, err := suite.Select(sel)
+	if err := suite.SetParams(st, params); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	items, err := st.Select(sel)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	if items.Len() == 0 {
-		return usageErr(stderr, "%s", noMatchMessage(fs, suite.Name))
+		return usageErr(stderr, "%s", noMatchMessage(fs, st.Name))
 	}
 	if err := f.checkReportPaths("--suite", *suiteName); err != nil {
 		return usageErr(stderr, "%v", err)
@@ -248,7 +253,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer impl.Close()
 
 	opts := f.replayOptions(ctx, *suiteName)
-	cases, selected := report.SelectionOf(suite, sel.Run)
+	opts.Params = params
+	cases, selected := report.SelectionOf(st, sel.Run)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
 		failfast: *failfast, saveDir: *saveDir,
@@ -367,4 +373,18 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 // while writing leaves the previous file, never a partial one.
 func writeJUnitFile(path string, rep *report.Report) error {
 	return writeFileAtomic(path, func(w io.Writer) error { return report.WriteJUnit(w, rep) })
+}
+
+// paramList is the repeatable --param NAME=VALUE flag; each value is
+// checked as it is given (suite.ParseParamAssign).
+type paramList []string
+
+func (p *paramList) String() string { return strings.Join(*p, " ") }
+
+func (p *paramList) Set(s string) error {
+	if _, _, err := suite.ParseParamAssign(s); err != nil {
+		return err
+	}
+	*p = append(*p, s)
+	return nil
 }

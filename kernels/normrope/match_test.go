@@ -1,0 +1,87 @@
+package normrope
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
+)
+
+// mutantOut runs the named catalog mutant on c into a canary-filled cache.
+func mutantOut(t *testing.T, c *difftest.Case, name string) *difftest.Tensor {
+	t.Helper()
+	for _, m := range Mutants() {
+		if m.Name == name {
+			got := newCache(c)
+			if err := m.Run(c, []*difftest.Tensor{got}); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+	}
+	t.Fatalf("no mutant %s", name)
+	return nil
+}
+
+// TestMatchCandidateFreedoms: a mutant is matched with the freedoms its
+// own contract leaves. A store without the 1e-4 floor written as torch
+// writes it (0/0 is a NaN with the sign bit: code 0xFF where the mutant
+// writes 0x7F) is named scale-no-floor; a truncating BF16 store whose
+// values differ from the mutant's by one ULP in a few elements (another
+// f32 summation order) is named bf16-truncate; the bf16-intermediate
+// chain, whose values differ from the reference by rounding to nearest,
+// is not named bf16-truncate but passes as intermediate=bf16.
+func TestMatchCandidateFreedoms(t *testing.T) {
+	diagnose := func(c *difftest.Case, got *difftest.Tensor) []string {
+		want := reference(t, c)
+		gs := []*difftest.Tensor{got}
+		if !Check(c, gs, []*difftest.Tensor{want}).Failed() && canaryViolation(c, got) == "" {
+			t.Fatalf("%s: passes", c.ID)
+		}
+		return triage.Diagnose(context.Background(), Kernel{}, c, gs, []*difftest.Tensor{want}, 0).Matches
+	}
+
+	zero := genCase(t, "zero", map[string]any{"preset": "v4", "N": int64(8), "P": int64(4)})
+	got := mutantOut(t, zero, "scale-no-floor")
+	flipped := 0
+	for i, b := range got.Data {
+		if b == 0x7F {
+			got.Data[i] = 0xFF
+			flipped++
+		}
+	}
+	if flipped == 0 {
+		t.Fatal("scale-no-floor wrote no NaN code")
+	}
+	if m := diagnose(zero, got); !slices.Contains(m, "scale-no-floor") {
+		t.Errorf("scale-no-floor with the sign bit: diagnosed as %v", m)
+	}
+
+	bf16 := genCase(t, "gaussian", map[string]any{"preset": "v4-bf16", "N": int64(16), "P": int64(4)})
+	got = mutantOut(t, bf16, "bf16-truncate")
+	loc := bf16.Input(NameOutLoc)
+	for t := 0; t < loc.Len(); t++ {
+		if slot := loc.I64(t); slot >= 0 {
+			at, _ := slotBytes(bf16.Params.(Params), int(slot))
+			for _, k := range []int{3, 40, 99} { // three values one ULP up (low byte of a bf16, little-endian)
+				if i := at + 2*k; got.Data[i] != 0xFF {
+					got.Data[i]++
+				}
+			}
+			break
+		}
+	}
+	if m := diagnose(bf16, got); !slices.Contains(m, "bf16-truncate") {
+		t.Errorf("bf16-truncate in another order: diagnosed as %v", m)
+	}
+
+	chain := newCache(bf16)
+	if err := runSim(bf16, []*difftest.Tensor{chain}, sim32{bf16Stages: true}); err != nil {
+		t.Fatal(err)
+	}
+	if m := diagnose(bf16, chain); slices.Contains(m, "bf16-truncate") || !slices.Contains(m, VariantIntermediateBF16) {
+		t.Errorf("bf16 chain: diagnosed as %v, want %s and not bf16-truncate", m, VariantIntermediateBF16)
+	}
+}
