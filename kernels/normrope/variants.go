@@ -36,15 +36,18 @@ const (
 //   - scale-no-floor (alias of the mutant): scale = amax/448 with no 1e-4
 //     floor, as per-token quantisers written from the formula alone do
 //     (an all-zero token gets scale 0 and NaN codes);
+//
 //   - fp4-one-stage: FP4 keys packed in one stage, s = ue8m0 ceiling of
 //     max(amax/6, 1e-4) over z itself, codes e2m1(z/s) with ties to
 //     even: the same values as the two-stage rule except below the floor,
 //     but where a block's largest code is 3 it stores s and the codes
 //     where the rule stores s/2 and doubled codes;
+//
 //   - fp4-one-stage-ties-down: that packer with e2m1 ties toward zero
 //     (0.75 → 0.5, 1.75 → 1.5, 3.5 → 3), as DeepGEMM's
 //     per_token_cast_to_fp4 and SGLang's quantize_fp4_indexer_tensor
 //     (rne=False, its default) do;
+//
 //   - rope-style-swap (alias of the mutant): the other RoPE pairing,
 //     GPT-J/interleaved (2j, 2j+1) where NeoX/rotate_half (j, j+32) is
 //     asked and back, as a kernel ported between model families with the
