@@ -227,6 +227,7 @@ __device__ __forceinline__ void store_fp4(uint8_t *page_base, int64_t page_size,
 #endif
 #ifdef KD_FAULT_FP4_CACHE_INTERLEAVED
     /* Fault: each slot's scales right after its codes (68-byte records). */
+    (void)page_size;
     uint8_t *code_dst = page_base + in_page * 68;
     uint8_t *scale_dst = code_dst + 64;
 #else
