@@ -18,6 +18,9 @@ Files (hex text, one entry a line, '#' lines are comments; gzip where large):
     e4m3_decode.txt   all 256 codes: CODE E4M3FN->F32
     encode_f32.txt.gz F32BITS ->BF16 ->E4M3FN ->F16 for the edge classes
                       listed in encode_inputs() and random values
+    e2m1.txt          all 16 FP4 codes: CODE E2M1FN->F32, then F32BITS
+                      ->E2M1FN for the inputs of e2m1_inputs() (finite
+                      only: float4_e2m1fn has no inf or NaN)
 
 Only float32 inputs are tabled: ml_dtypes converts float64 through float32
 (it rounds twice), so it is no reference for the single-rounding float64
@@ -139,6 +142,31 @@ def encode_inputs():
     return uniq
 
 
+def e2m1_inputs():
+    """Finite float32 bit patterns covering every e2m1 rounding class: each
+    grid value and midpoint (0.25 ... 5) with its f32 neighbours, both
+    signs, the saturation edge (6, 6.5, 7, 1e30), values far below 0.25,
+    and random values log-uniform over [2^-4, 2^4]."""
+    out = []
+    grid = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    mids = [(a + b) / 2 for a, b in zip(grid, grid[1:])]
+    for v in grid + mids + [6.5, 7.0, 8.0, 1e30, 2.0**-126, 1e-3, 0.1]:
+        b = int(bits_from_f32(np.float32(v)))
+        for c in [b - 1, b, b + 1]:
+            if c >= 0:
+                out += [c, c | 0x80000000]
+    rng = np.random.Generator(np.random.PCG64(SEED + 4))
+    mags = np.exp2(rng.uniform(-4.0, 4.0, size=2000)).astype(np.float32)
+    signs = rng.integers(0, 2, size=2000)
+    out += [int(b) | (int(s) << 31) for b, s in zip(bits_from_f32(mags), signs)]
+    seen, uniq = set(), []
+    for b in out:
+        if b not in seen:
+            seen.add(b)
+            uniq.append(b)
+    return uniq
+
+
 def write(path, text, gz):
     data = text.encode("ascii")
     if gz:
@@ -182,6 +210,15 @@ def main():
         lines = [header("F32BITS ->BF16 ->E4M3FN ->F16 (ml_dtypes, ml_dtypes, numpy)")]
         lines += ["%08x %04x %02x %04x\n" % (ins[i], tb[i], te[i], th[i]) for i in range(len(ins))]
         write(os.path.join(outdir, "encode_f32.txt.gz"), "".join(lines), True)
+
+        all4 = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)
+        d4 = all4.astype(np.float32).view(np.uint32)
+        ins4 = np.array(e2m1_inputs(), dtype=np.uint32)
+        t4 = f32_from_bits(ins4).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+        lines = [header("CODE E2M1FN->F32 (16 rows), then F32BITS ->E2M1FN (ml_dtypes.float4_e2m1fn)")]
+        lines += ["%x %08x\n" % (i, d4[i]) for i in range(16)]
+        lines += ["%08x %x\n" % (ins4[i], t4[i]) for i in range(len(ins4))]
+        write(os.path.join(outdir, "e2m1.txt"), "".join(lines), False)
 
 
 if __name__ == "__main__":
