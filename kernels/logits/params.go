@@ -90,12 +90,12 @@ type Params struct {
 	PageStride  int    `json:"page_stride,omitempty"`  // bytes from one cache page to the next, ≥ the tight page size, a multiple of 4; 0 reads as tight
 	LogitsDType string `json:"logits_dtype,omitempty"` // "f32" (default, "" reads as it) or "bf16"
 	Batch       int    `json:"batch"`
-	Stride    int    `json:"stride"`
-	MaxPages  int    `json:"max_pages"`
-	NumPages  int    `json:"num_pages"`
-	Family    string `json:"family,omitempty"`
-	Pages     string `json:"pages,omitempty"`
-	Needles   []int  `json:"needles,omitempty"`
+	Stride      int    `json:"stride"`
+	MaxPages    int    `json:"max_pages"`
+	NumPages    int    `json:"num_pages"`
+	Family      string `json:"family,omitempty"`
+	Pages       string `json:"pages,omitempty"`
+	Needles     []int  `json:"needles,omitempty"`
 }
 
 // Log2P returns log2 of the page size (PageSize must be a power of two).
