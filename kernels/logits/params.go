@@ -267,6 +267,10 @@ func (p Params) Check() error {
 		why    string
 	}
 	B, S, M, N := int64(p.Batch), int64(p.Stride), int64(p.MaxPages), int64(p.NumPages)
+	cacheName := "num_pages·page_bytes"
+	if p.PageStride != 0 {
+		cacheName = "num_pages·page_stride"
+	}
 	for _, n := range []struct {
 		name string
 		v    int64
@@ -286,7 +290,7 @@ func (p Params) Check() error {
 		{"batch·next_n·stride", B * int64(p.N()) * S, MaxLogits, "logits"},
 		{"batch·max_pages", B * M, MaxTableEntries, "page-table entries"},
 		{"batch·next_n", B * int64(p.N()), MaxBatch, "query rows"},
-		{"num_pages·page_stride", N * int64(p.Pitch()), MaxCacheBytes, "cache bytes"},
+		{cacheName, N * int64(p.Pitch()), MaxCacheBytes, "cache bytes"},
 	} {
 		if b.v > b.max {
 			return difftest.Inputf(b.name, nil, "exceeds the limit of %d %s: got %d", b.max, b.why, b.v)

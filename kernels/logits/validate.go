@@ -187,6 +187,9 @@ func load(c *difftest.Case) (*inputs, error) {
 
 // checkShape checks dtype and exact shape; rule names the layout.
 func checkShape(t *difftest.Tensor, dt difftest.DType, shape []int, rule string) error {
+	if t.DType == dt && len(t.Shape) != len(shape) {
+		return difftest.Inputf(t.Name, nil, "shape must be %s = %v, got %v", rule, shape, t.Shape)
+	}
 	if err := t.CheckLayout(dt, len(shape)); err != nil {
 		return err
 	}
