@@ -75,8 +75,10 @@ __device__ __forceinline__ uint32_t fp8_pair(uint32_t w4, int hi)
  * NaN for e = 0xFF. */
 __device__ __forceinline__ uint32_t fp4_to_bf16(uint32_t c, uint32_t e)
 {
-    const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    const float v = (c & 8u) ? -mag[c & 7u] : mag[c & 7u];
+    /* Magnitude index i = c & 7: 0, 0.5, then 2^((i >> 1) - 1) * (1 + (i & 1) / 2). */
+    const uint32_t i = c & 7u;
+    const uint32_t mag = i >= 2u ? (((i >> 1) + 126u) << 23) | ((i & 1u) << 22) : (i ? 0x3F000000u : 0u);
+    const float v = __uint_as_float(mag | (c & 8u) << 28);
     const float sc = e == 0xFFu ? __uint_as_float(0x7FC00000u) : (e == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(e << 23));
     return __float_as_uint(__fmul_rn(v, sc)) >> 16;
 }
