@@ -6,6 +6,7 @@ package logits
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -617,9 +618,36 @@ func FromTensors(id string, params []byte, tensors map[string]*difftest.Tensor) 
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", id, err)
 	}
+	if err := layoutFromShapes(&p, params, tensors); err != nil {
+		return nil, fmt.Errorf("case %s: %w", id, err)
+	}
 	c := &difftest.Case{ID: id, Kernel: KernelName, Family: p.Family, Params: p, Outputs: p.Outputs()}
 	if c.Inputs, err = difftest.CaptureInputs(id, InputNames(), tensors); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// layoutFromShapes reads the layout a captured case's tensors state where
+// its params leave it out: page_stride from the cache's row length when it
+// is not the tight page, next_n from a 2-D seq_lens [B, next_n]. A param
+// that is given is kept (Validate then checks the shapes against it), so
+// an explicit value is never overridden; a tensor missing here is left to
+// CaptureInputs to report.
+func layoutFromShapes(p *Params, raw []byte, tensors map[string]*difftest.Tensor) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return err
+	}
+	if _, given := keys["page_stride"]; !given {
+		if t := tensors[NameCache]; t != nil && len(t.Shape) == 2 && t.Shape[1] != p.PageBytes() {
+			p.PageStride = t.Shape[1]
+		}
+	}
+	if _, given := keys["next_n"]; !given {
+		if t := tensors[NameSeqLens]; t != nil && len(t.Shape) == 2 {
+			p.NextN = t.Shape[1]
+		}
+	}
+	return nil
 }
