@@ -29,16 +29,33 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 		i32 := func(off int) int { return int(int32(le.Uint32(a[off:]))) }
 		stride, maxPages, numPages := i64(48), i64(56), i64(64)
 		batch, heads, log2P, store, clean, tiles := i32(72), i32(76), i32(80), i32(84), i32(88), i32(92)
-		if tiles != (stride+63)/64 || int(grid.X) != batch*tiles || block.X != 256 {
+		pitch, nextN, bf16Out := i64(96), i32(104), i32(108)
+		rows := batch * nextN
+		if tiles != (stride+63)/64 || int(grid.X) != rows*tiles || block.X != 256 {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed, Desc: "launch geometry does not cover the rows and tiles"}
 		}
 		P := 1 << log2P
-		st, qType, pageBytes := "fp8", difftest.U8, 132*P
-		if store == 1 {
+		st, qType, qHead, pageBytes := "fp8", difftest.U8, 128, 132*P
+		switch store {
+		case 1:
 			st, qType, pageBytes = "bf16", difftest.BF16, 256*P
+		case 2:
+			st, qHead, pageBytes = "fp4", 68, 68*P
 		}
-		params, _ := json.Marshal(map[string]any{"store": st, "page_size": P, "heads": heads, "clean": clean == 1, "accum_bits": 24,
-			"batch": batch, "stride": stride, "max_pages": maxPages, "num_pages": numPages})
+		pm := map[string]any{"store": st, "page_size": P, "heads": heads, "clean": clean == 1, "accum_bits": 24,
+			"batch": batch, "stride": stride, "max_pages": maxPages, "num_pages": numPages, "next_n": nextN}
+		if pitch != pageBytes {
+			pm["page_stride"] = pitch
+		}
+		outType := difftest.F32
+		if bf16Out == 1 {
+			pm["logits_dtype"], outType = "bf16", difftest.BF16
+		}
+		params, _ := json.Marshal(pm)
+		qShape, lensShape := []int{batch, heads, qHead}, []int{batch}
+		if nextN > 1 {
+			qShape, lensShape = []int{batch, nextN, heads, qHead}, []int{batch, nextN}
+		}
 		ts := map[string]*difftest.Tensor{}
 		read := func(off int, name string, dt difftest.DType, shape ...int) ([]byte, error) {
 			t := difftest.MustTensor(name, dt, shape...)
@@ -56,15 +73,15 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 			dt    difftest.DType
 			shape []int
 		}{
-			{0, logits.NameQ, qType, []int{batch, heads, 128}}, {8, logits.NameWeights, difftest.F32, []int{batch, heads}},
-			{16, logits.NameCache, difftest.U8, []int{numPages, pageBytes}}, {24, logits.NameSeqLens, difftest.I32, []int{batch}},
+			{0, logits.NameQ, qType, qShape}, {8, logits.NameWeights, difftest.F32, []int{rows, heads}},
+			{16, logits.NameCache, difftest.U8, []int{numPages, pitch}}, {24, logits.NameSeqLens, difftest.I32, lensShape},
 			{32, logits.NamePageTable, difftest.I32, []int{batch, maxPages}},
 		} {
 			if _, err := read(in.off, in.name, in.dt, in.shape...); err != nil {
 				return err
 			}
 		}
-		dev, err := read(40, logits.NameLogits, difftest.F32, batch, stride)
+		dev, err := read(40, logits.NameLogits, outType, rows, stride)
 		if err != nil {
 			return err
 		}
@@ -77,7 +94,11 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: err.Error()}
 		}
 		if L := int(ts[logits.NameSeqLens].I32(0)); bug && L > 0 {
-			out.SetF32(L-1, out.F32(L-1)+1)
+			if bf16Out == 1 {
+				out.SetU16(L-1, out.U16(L-1)^0x0100) // an exponent bit flipped
+			} else {
+				out.SetF32(L-1, out.F32(L-1)+1)
+			}
 		}
 		copy(dev, out.Data)
 		return nil

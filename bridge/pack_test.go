@@ -65,6 +65,21 @@ func TestPackTopkLayout(t *testing.T) {
 	if u64(l.Args[0], 32) != 0 || i32(l.Args[0], 60) != 0 || l.Entry != "kd_topk_transform_512" {
 		t.Errorf("raw_indices %#x, log2_page %d, entry %s", u64(l.Args[0], 32), i32(l.Args[0], 60), l.Entry)
 	}
+	// FP4, next_n = 2, padded pages, bf16 logits: q [B, 2, H, 68], seq_lens
+	// [B, 2], weights and logits of B·2 rows; grid = rows · tiles.
+	ts := logitsTensors(3, 8, 130, 3, 9, 4608, difftest.U8)
+	ts["q"] = devTensor{difftest.U8, []int{3, 2, 8, 68}, 0x10000}
+	ts["weights"] = devTensor{difftest.F32, []int{6, 8}, 0x20000}
+	ts["seq_lens"] = devTensor{difftest.I32, []int{3, 2}, 0x40000}
+	ts["logits"] = devTensor{difftest.BF16, []int{6, 130}, 0x60000}
+	l, err = packLogits([]byte(`{"store":"fp4","page_size":64,"heads":8,"clean":true,"next_n":2,"page_stride":4608,"logits_dtype":"bf16"}`), ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := l.Args[0]; i32(a, 84) != 2 || i32(a, 72) != 3 || u64(a, 96) != 4608 || i32(a, 104) != 2 || i32(a, 108) != 1 || l.Grid.X != 18 {
+		t.Errorf("fp4: store %d batch %d page_stride %d next_n %d logits_bf16 %d grid %d; want 2 3 4608 2 1 18",
+			i32(a, 84), i32(a, 72), u64(a, 96), i32(a, 104), i32(a, 108), l.Grid.X)
+	}
 	// An empty batch launches nothing.
 	l, err = packTopk([]byte(`{"K":2048,"P":1}`), topkTensors(0, 4, 4, 2048, false))
 	if err != nil || l.Grid.X != 0 {
@@ -221,8 +236,8 @@ func logitsTensors(batch, heads, stride, maxPages, numPages, pageBytes int, qTyp
 }
 
 func TestPackLogitsLayout(t *testing.T) {
-	if logitsParamsSize != 96 {
-		t.Fatalf("sizeof(kd_logits_params) = %d, want 96 (6 pointers, 3 int64, 6 int32)", logitsParamsSize)
+	if logitsParamsSize != 112 {
+		t.Fatalf("sizeof(kd_logits_params) = %d, want 112 (6 pointers, 3 int64, 6 int32, then page_stride int64, next_n and logits_bf16 int32)", logitsParamsSize)
 	}
 	params := `{"store":"fp8","page_size":64,"heads":16,"clean":true,"accum_bits":24,"batch":3,"stride":130,"max_pages":3,"num_pages":9,"family":"gaussian"}`
 	l, err := packLogits([]byte(params), logitsTensors(3, 16, 130, 3, 9, 132*64, difftest.U8))
@@ -246,6 +261,7 @@ func TestPackLogitsLayout(t *testing.T) {
 		{"stride", int64(u64(a, 48)), 130}, {"max_pages", int64(u64(a, 56)), 3}, {"num_pages", int64(u64(a, 64)), 9},
 		{"batch", int64(i32(a, 72)), 3}, {"heads", int64(i32(a, 76)), 16}, {"log2_page", int64(i32(a, 80)), 6},
 		{"store", int64(i32(a, 84)), 0}, {"clean", int64(i32(a, 88)), 1}, {"tiles", int64(i32(a, 92)), 3},
+		{"page_stride", int64(u64(a, 96)), 132 * 64}, {"next_n", int64(i32(a, 104)), 1}, {"logits_bf16", int64(i32(a, 108)), 0},
 	} {
 		if w.got != w.want {
 			t.Errorf("%s = %d, want %d", w.field, w.got, w.want)
@@ -258,6 +274,21 @@ func TestPackLogitsLayout(t *testing.T) {
 	}
 	if i32(l.Args[0], 84) != 1 || i32(l.Args[0], 88) != 0 || i32(l.Args[0], 80) != 4 || l.Grid.X != 1 {
 		t.Errorf("bf16: store %d clean %d log2_page %d grid %d", i32(l.Args[0], 84), i32(l.Args[0], 88), i32(l.Args[0], 80), l.Grid.X)
+	}
+	// FP4, next_n = 2, padded pages, bf16 logits: q [B, 2, H, 68], seq_lens
+	// [B, 2], weights and logits of B·2 rows; grid = rows · tiles.
+	ts := logitsTensors(3, 8, 130, 3, 9, 4608, difftest.U8)
+	ts["q"] = devTensor{difftest.U8, []int{3, 2, 8, 68}, 0x10000}
+	ts["weights"] = devTensor{difftest.F32, []int{6, 8}, 0x20000}
+	ts["seq_lens"] = devTensor{difftest.I32, []int{3, 2}, 0x40000}
+	ts["logits"] = devTensor{difftest.BF16, []int{6, 130}, 0x60000}
+	l, err = packLogits([]byte(`{"store":"fp4","page_size":64,"heads":8,"clean":true,"next_n":2,"page_stride":4608,"logits_dtype":"bf16"}`), ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := l.Args[0]; i32(a, 84) != 2 || i32(a, 72) != 3 || u64(a, 96) != 4608 || i32(a, 104) != 2 || i32(a, 108) != 1 || l.Grid.X != 18 {
+		t.Errorf("fp4: store %d batch %d page_stride %d next_n %d logits_bf16 %d grid %d; want 2 3 4608 2 1 18",
+			i32(a, 84), i32(a, 72), u64(a, 96), i32(a, 104), i32(a, 108), l.Grid.X)
 	}
 	// An empty batch launches nothing.
 	l, err = packLogits([]byte(params), logitsTensors(0, 16, 130, 3, 9, 132*64, difftest.U8))
@@ -274,7 +305,12 @@ func TestPackLogitsErrors(t *testing.T) {
 		edit   func(ts map[string]devTensor)
 		want   string
 	}{
-		{"unknown store", `{"store":"fp4","heads":4,` + base + `}`, nil, `store: unknown value "fp4"`},
+		{"unknown store", `{"store":"fp6","heads":4,` + base + `}`, nil, `store: unknown value "fp6"`},
+		{"next_n 17", `{"store":"fp8","heads":4,"next_n":17,` + base + `}`, nil, "next_n: the CUDA kernel takes 1 to 16 rows per request"},
+		{"page_stride below tight", `{"store":"fp8","heads":4,"page_stride":8444,` + base + `}`, nil, "page_stride: must be a multiple of 4 ≥ the tight page bytes 8448"},
+		{"page_stride odd", `{"store":"fp8","heads":4,"page_stride":8450,` + base + `}`, nil, "page_stride: must be a multiple of 4"},
+		{"unknown logits_dtype", `{"store":"fp8","heads":4,"logits_dtype":"f16",` + base + `}`, nil, `logits_dtype: unknown value "f16"`},
+		{"f32 logits for bf16 logits_dtype", `{"store":"fp8","heads":4,"logits_dtype":"bf16",` + base + `}`, nil, "logits: dtype must be BF16, got F32"},
 		{"128 heads", `{"store":"fp8","heads":128,` + base + `}`, nil, "H: the CUDA kernel takes 1 to 64 heads (KD_LOGITS_MAX_HEADS), got 128"},
 		{"P not a power of two", `{"store":"fp8","heads":4,"page_size":48}`, nil, "P: page size must be a power of two"},
 		{"bf16 cache for the fp8 store", `{"store":"fp8","heads":4,` + base + `}`, func(ts map[string]devTensor) {

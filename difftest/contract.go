@@ -33,11 +33,26 @@ type ContractInfo struct {
 }
 
 // SizeInfo says that the integer param Param equals axis Axis of tensor
-// Tensor (an input or an output) in every valid case.
+// Tensor (an input or an output) in every valid case. A negative Axis
+// counts from the last axis (−1 the last), for a tensor whose rank a param
+// changes (indexer_logits' q is [B, H, 128] or [B, next_n, H, 128]).
 type SizeInfo struct {
 	Param  string `json:"param"`
 	Tensor string `json:"tensor"`
 	Axis   int    `json:"axis"`
+}
+
+// Of returns the size of axis Axis of shape (a negative Axis from the
+// end), and false when shape has no such axis.
+func (sz SizeInfo) Of(shape []int) (int, bool) {
+	i := sz.Axis
+	if i < 0 {
+		i += len(shape)
+	}
+	if i < 0 || i >= len(shape) {
+		return 0, false
+	}
+	return shape[i], true
 }
 
 // TensorInfo is one input tensor: its contract name and the dtypes it may
@@ -53,17 +68,24 @@ type TensorInfo struct {
 // OutputInfo is one output tensor. An InOut output has the shape of the
 // input of the same name (Shape empty); any other has Shape, one Dim per
 // axis. When names a boolean param: the output exists only when it is true.
+// DTypeBy names a string param that picks the dtype through DTypeOf (a
+// value not listed is an error); the param absent, the dtype is DType.
 type OutputInfo struct {
-	Name  string `json:"name"`
-	DType DType  `json:"dtype"`
-	Shape []Dim  `json:"shape,omitempty"`
-	InOut bool   `json:"inout,omitempty"`
-	When  string `json:"when,omitempty"`
+	Name    string           `json:"name"`
+	DType   DType            `json:"dtype"`
+	DTypeBy string           `json:"dtype_by,omitempty"`
+	DTypeOf map[string]DType `json:"dtype_of,omitempty"`
+	Shape   []Dim            `json:"shape,omitempty"`
+	InOut   bool             `json:"inout,omitempty"`
+	When    string           `json:"when,omitempty"`
 }
 
 // Dim is one output dimension: the integer param Param, or axis Axis of
-// input Input, or the constant Value (exactly one of the three forms).
+// input Input, or the constant Value (exactly one of the three forms);
+// with Times, multiplied by that integer param, 1 when it is absent
+// (indexer_logits' rows are batch · next_n).
 type Dim struct {
+	Times string `json:"times,omitempty"`
 	Param string `json:"param,omitempty"`
 	Input string `json:"input,omitempty"`
 	Axis  int    `json:"axis,omitempty"`
@@ -114,13 +136,39 @@ func (ci ContractInfo) OutputSpecs(params map[string]any, shapes map[string][]in
 			}
 			shape[i] = n
 		}
-		outs = append(outs, OutputSpec{Name: o.Name, DType: o.DType, Shape: shape})
+		dt := o.DType
+		if v, ok := params[o.DTypeBy]; ok && o.DTypeBy != "" {
+			name, isStr := v.(string)
+			if dt, ok = o.DTypeOf[name]; !isStr || !ok {
+				return nil, fmt.Errorf("%s: output %s: params %q must be one of %v, got %v", ci.Name, o.Name, o.DTypeBy, o.DTypeOf, v)
+			}
+		}
+		outs = append(outs, OutputSpec{Name: o.Name, DType: dt, Shape: shape})
 	}
 	return outs, nil
 }
 
 // dim evaluates one Dim.
 func (ci ContractInfo) dim(d Dim, params map[string]any, shapes map[string][]int) (int, error) {
+	n, err := ci.dim1(d, params, shapes)
+	if err != nil || d.Times == "" {
+		return n, err
+	}
+	if _, given := params[d.Times]; !given {
+		return n, nil
+	}
+	m, err := ci.dim1(Dim{Param: d.Times}, params, shapes)
+	if err != nil {
+		return 0, err
+	}
+	if m != 0 && n > math.MaxInt32/m {
+		return 0, fmt.Errorf("params %q · %q overflows", d.Param, d.Times)
+	}
+	return n * m, nil
+}
+
+// dim1 evaluates one Dim without its Times factor.
+func (ci ContractInfo) dim1(d Dim, params map[string]any, shapes map[string][]int) (int, error) {
 	switch {
 	case d.Param != "":
 		v, ok := params[d.Param]

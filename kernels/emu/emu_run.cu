@@ -11,7 +11,8 @@
  *             raw_indices (when return_raw is 1)
  *   normrope: in x, weight, bias, freqs, positions, out_loc, cache;
  *             out cache (rewritten in place)
- *   logits:   in q, weights, cache, seq_lens, page_table; out logits
+ *   logits:   in q, weights, cache, seq_lens, page_table; out logits (f32,
+ *             or bf16 with logits_bf16; params page_stride, next_n)
  *             (positions the kernel leaves alone keep 0x7B7B7B7B)
  * Exit 0 on success; 1 with a message on a bad file or a trapped launch. */
 
@@ -20,6 +21,7 @@
 #include "../kernels.cu"
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -169,17 +171,28 @@ int run_logits()
     p.store = static_cast<int32_t>(geti(m, "store"));
     p.clean = static_cast<int32_t>(geti(m, "clean"));
     p.tiles = static_cast<int32_t>((p.stride + KD_LOGITS_TILE - 1) / KD_LOGITS_TILE);
-    std::vector<uint32_t> out(static_cast<size_t>(p.batch) * static_cast<size_t>(p.stride), 0x7B7B7B7Bu);
+    p.page_stride = geti(m, "page_stride");
+    p.next_n = static_cast<int32_t>(geti(m, "next_n"));
+    p.logits_bf16 = static_cast<int32_t>(geti(m, "logits_bf16"));
+    const size_t rows = static_cast<size_t>(p.batch) * static_cast<size_t>(p.next_n);
+    /* bf16 logits use the first half of the buffer; save writes that half. */
+    std::vector<uint32_t> out(rows * static_cast<size_t>(p.stride), 0x7B7B7B7Bu);
     p.q = q.data();
     p.weights = w.data();
     p.cache = cache.data();
     p.seq_lens = lens.data();
     p.page_table = table.data();
-    p.logits = reinterpret_cast<float *>(out.data());
-    const long long grid = static_cast<long long>(p.batch) * p.tiles;
+    p.logits = out.data();
+    const long long grid = static_cast<long long>(rows) * p.tiles;
     if (grid > 0) {
         const int traps = emu::launch(static_cast<unsigned>(grid), KD_LOGITS_THREADS, [&] { kd_indexer_logits(p); });
         if (traps) die(std::to_string(traps) + " threads trapped");
+    }
+    if (p.logits_bf16) { /* the bf16 elements, packed two per word from the start */
+        std::vector<uint16_t> half(rows * static_cast<size_t>(p.stride));
+        std::memcpy(half.data(), out.data(), half.size() * 2);
+        save("logits", half);
+        return 0;
     }
     save("logits", out);
     return 0;

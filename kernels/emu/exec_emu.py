@@ -103,6 +103,9 @@ def main():
                 os.remove(os.path.join(d, "bias.bin"))
                 open(os.path.join(d, "bias.bin"), "wb").close()  # NULL bias
         elif kernel == "indexer_logits":
+            tight = {"fp8": 132, "bf16": 256, "fp4": 68}[params["store"]] * params["page_size"]
+            next_n = params.get("next_n") or 1
+            bf16 = params.get("logits_dtype") == "bf16"
             kv = {
                 "batch": params["batch"],
                 "heads": params["heads"],
@@ -110,12 +113,15 @@ def main():
                 "max_pages": params["max_pages"],
                 "num_pages": params["num_pages"],
                 "log2_page": log2_exact(params["page_size"], "page_size"),
-                "store": {"fp8": 0, "bf16": 1}[params["store"]],
+                "store": {"fp8": 0, "bf16": 1, "fp4": 2}[params["store"]],
                 "clean": 1 if params["clean"] else 0,
+                "page_stride": params.get("page_stride") or tight,
+                "next_n": next_n,
+                "logits_bf16": 1 if bf16 else 0,
             }
             which, outs = "logits", ["logits"]
-            shapes = {"logits": [params["batch"], params["stride"]]}
-            dtypes = {"logits": "F32"}
+            shapes = {"logits": [params["batch"] * next_n, params["stride"]]}
+            dtypes = {"logits": "BF16" if bf16 else "F32"}
         else:
             sys.exit("exec_emu: unknown kernel %r" % kernel)
         with open(os.path.join(d, "params.txt"), "w") as f:

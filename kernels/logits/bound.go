@@ -120,3 +120,16 @@ func overflows(aSums []float64, ws, rs, es []float64, absScale float64) bool {
 	}
 	return mag*grow*(1+gamma(len(ws)+2, u)) > lim
 }
+
+// Stage 5, bf16 logits (logits_dtype = "bf16"): the kernel rounds its f32
+// result y, |y − x| ≤ E, once more to bf16 (8 significant bits, unit
+// roundoff 2^-8; half the smallest bf16 subnormal spacing is 2^-134):
+// |bf16(y) − y| ≤ 2^-8·|y| + 2^-134 and |y| ≤ |x| + E, so
+//
+//	E_bf16 = E + 2^-8·(|x| + E) + 2^-134
+//
+// which also covers a kernel that rounds to bf16 straight from a wider
+// accumulator. bf16Bound returns it from E and the exact logit x.
+func bf16Bound(e, logit float64) float64 {
+	return e + 0x1p-8*(math.Abs(logit)+e) + 0x1p-134
+}

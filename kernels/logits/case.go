@@ -6,6 +6,7 @@ package logits
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -36,12 +37,16 @@ const (
 )
 
 // Trap pattern of the cache pages no row uses: e4m3fn NaN codes and NaN
-// scales (FP8), bf16 NaN (BF16), so a kernel that reads an unused page
-// returns NaN where the reference is finite.
+// scales (FP8), bf16 NaN (BF16), e2m1 −6 codes and ue8m0 NaN scale bytes
+// 0xFF (FP4, every byte 0xFF), so a kernel that reads an unused page
+// returns NaN where the reference is finite. The padding of every page
+// (bytes [page_bytes, page_stride)) is poisoned alike: 0x7F bytes (FP8:
+// NaN codes, or the scale 3.4e38), bf16 NaN (BF16), 0xFF (FP4).
 const (
 	trapFP8Code  = 0x7F
 	trapScale    = 0x7FC00000
 	trapBF16Bits = 0x7FC0
+	trapFP4Byte  = 0xFF
 )
 
 // keyChunkTokens bounds the tokens of one norm_rope_store sub-case (the
@@ -80,9 +85,16 @@ const unset = math.MinInt
 //	stride     int, default max(lengths, 1): logits row stride, ≥ every length
 //	P          int, default 64: page size, a power of two in [1, MaxPageSize]
 //	H          int, default 16: heads, in [1, MaxHeads]
-//	store      string, default "fp8": fp8 or bf16
+//	store      string, default "fp8": fp8, bf16 or fp4
 //	clean      bool, default true: positions past L_b must be −inf
 //	accum_bits int, default 24: the accumulation precision declared (bound.go)
+//	next_n     int, default 1: query rows per request, in [1, MaxNextN];
+//	           row r of request b sees max(0, L_b − (next_n − 1 − r)) keys
+//	           (multi-token prediction: the last row sees L_b)
+//	page_stride int, default the tight page size: bytes from one cache
+//	           page to the next, a multiple of 4 ≥ 132·P, 256·P or 68·P;
+//	           the padding is poisoned
+//	logits_dtype string, default "f32": f32 or bf16
 //	pages      string, default "distinct": identity, perm, distinct or high
 //	num_pages  int, default the pages used (4× for high): cache pages; the
 //	           unused ones hold NaN codes and scales
@@ -95,8 +107,11 @@ const unset = math.MinInt
 // every slot of a used page holds a key, also past L_b. q: FP8, per (row,
 // head) e4m3fn codes of N(0,1) values scaled so the head's amax is 448,
 // the scale folded into the weight (DeepSeek's per-head query
-// quantisation); BF16, bf16(N(0,1)). weights: N(0,1)/√H, about 1 in 8
-// exactly 0, of both signs.
+// quantisation); BF16, bf16(N(0,1)); FP4, per (row, head) and 32-dim
+// block packed e2m1 codes of N(0,1) values under the block's ue8m0 scale
+// 2^ceil(log2 max(amax/6, 1e-4)) (ties to even, −0 stored as +0).
+// FP4 keys are the BF16 store's keys (v4-bf16) packed by the same rule.
+// weights: N(0,1)/√H, about 1 in 8 exactly 0, of both signs.
 //
 // Errors: an unknown family or parameter, a mistyped value, a value out
 // of range, num_pages or max_pages below what the rows need: "case ID:
@@ -109,13 +124,16 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	g.key = key
 	g.assignPages()
 	p := &g.Params
-	q := difftest.MustTensor(NameQ, p.QDType(), p.Batch, p.Heads, Dim)
-	w := difftest.MustTensor(NameWeights, difftest.F32, p.Batch, p.Heads)
-	cache := difftest.MustTensor(NameCache, difftest.U8, p.NumPages, p.PageBytes())
-	lens := difftest.MustTensor(NameSeqLens, difftest.I32, p.Batch)
+	q := difftest.MustTensor(NameQ, p.QDType(), p.QShape()...)
+	w := difftest.MustTensor(NameWeights, difftest.F32, p.Rows(), p.Heads)
+	cache := difftest.MustTensor(NameCache, difftest.U8, p.NumPages, p.Pitch())
+	lens := difftest.MustTensor(NameSeqLens, difftest.I32, p.LensShape()...)
 	table := difftest.MustTensor(NamePageTable, difftest.I32, p.Batch, p.MaxPages)
+	n := p.N()
 	for b := 0; b < p.Batch; b++ {
-		lens.SetI32(b, int32(g.lengths[b]))
+		for r := 0; r < n; r++ {
+			lens.SetI32(b*n+r, int32(max(0, g.lengths[b]-(n-1-r))))
+		}
 		for j := 0; j < p.MaxPages; j++ {
 			id := int32(-1)
 			if j < len(g.pages[b]) {
@@ -123,7 +141,9 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 			}
 			table.SetI32(b*p.MaxPages+j, id)
 		}
-		g.drawQuery(b, q, w)
+	}
+	for i := 0; i < p.Rows(); i++ {
+		g.drawQuery(i, q, w)
 	}
 	if err := g.writeKeys(spec, seed, cache); err != nil {
 		return nil, err
@@ -187,9 +207,14 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	}
 	g.PageSize = pr.Int("P", 64)
 	g.Heads = pr.Int("H", 16)
-	g.Store = pr.String("store", StoreFP8, StoreFP8, StoreBF16)
+	g.Store = pr.String("store", StoreFP8, StoreFP8, StoreBF16, StoreFP4)
 	g.Clean = pr.Bool("clean", true)
 	g.AccumBits = pr.Int("accum_bits", DefaultAccumBits)
+	nextN := pr.Int("next_n", unset)
+	pageStride := pr.Int("page_stride", unset)
+	if dt := pr.String("logits_dtype", LogitsF32, LogitsF32, LogitsBF16); dt != LogitsF32 {
+		g.LogitsDType = dt
+	}
 	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesHigh)
 	numPages := pr.Int("num_pages", 0)
 	maxPages := pr.Int("max_pages", 0)
@@ -197,6 +222,18 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	batch := pr.Int("batch", 0)
 	if err := pr.Err(); err != nil {
 		return nil, err
+	}
+	switch {
+	case nextN == 0:
+		return nil, badParam("next_n", "must be in [1, %d] (omit it for 1), got 0", MaxNextN)
+	case nextN != unset:
+		g.NextN = nextN
+	}
+	switch {
+	case pageStride == 0:
+		return nil, badParam("page_stride", "must be ≥ the tight page size (omit it for tight pages), got 0")
+	case pageStride != unset:
+		g.PageStride = pageStride
 	}
 	// Configuration first (P bounds every product below).
 	probe := g.Params
@@ -253,8 +290,11 @@ func decode(spec difftest.CaseSpec) (*gen, error) {
 	if int64(batch)*int64(maxPages) > MaxTableEntries {
 		return nil, badParam("batch·max_pages", "exceeds the limit of %d page-table entries: got %d", MaxTableEntries, int64(batch)*int64(maxPages))
 	}
-	if int64(batch)*int64(stride) > MaxLogits {
-		return nil, badParam("batch·stride", "exceeds the limit of %d logits: got %d", MaxLogits, int64(batch)*int64(stride))
+	if int64(batch)*int64(g.N()) > MaxBatch {
+		return nil, badParam("batch·next_n", "exceeds the limit of %d query rows: got %d", MaxBatch, int64(batch)*int64(g.N()))
+	}
+	if int64(batch)*int64(g.N())*int64(stride) > MaxLogits {
+		return nil, badParam("batch·next_n·stride", "exceeds the limit of %d logits: got %d", MaxLogits, int64(batch)*int64(g.N())*int64(stride))
 	}
 	if numPagesGiven && numPages < 1 {
 		return nil, badParam("num_pages", "must be ≥ 1 (and hold the pages the rows use), got %d", numPages)
@@ -357,7 +397,8 @@ func (g *gen) assignPages() {
 	}
 }
 
-// drawQuery writes row b's queries and weights.
+// drawQuery writes query row b's queries and weights (rows are
+// request·next_n + r; for next_n = 1 the row is the request).
 func (g *gen) drawQuery(b int, q, w *difftest.Tensor) {
 	H := g.Heads
 	qs := rng.NewStream(g.key, streamQ, uint64(b)<<32)
@@ -380,11 +421,15 @@ func (g *gen) drawQuery(b int, q, w *difftest.Tensor) {
 			wt = 0
 		}
 		base := (b*H + h) * Dim
-		if g.Store == StoreBF16 {
+		switch g.Store {
+		case StoreBF16:
 			for d, x := range v {
 				q.SetU16(base+d, numeric.BF16FromF64(x))
 			}
-		} else {
+		case StoreFP4:
+			rec := q.Data[(b*H+h)*FP4TokenBytes:]
+			packFP4(&v, rec[:FP4CodeBytes], rec[FP4CodeBytes:FP4TokenBytes])
+		default:
 			sq := amax / numeric.E4M3Max
 			for d, x := range v {
 				q.Data[base+d] = numeric.E4M3FromF64(x / sq)
@@ -395,26 +440,69 @@ func (g *gen) drawQuery(b int, q, w *difftest.Tensor) {
 	}
 }
 
-// writeKeys fills the cache: the trap pattern everywhere, then the keys of
-// every compact page, written by the norm_rope_store reference in chunks
-// of whole pages, each chunk's page u copied to its physical id.
-func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Tensor) error {
-	pb := g.PageBytes()
-	P := g.PageSize
-	for pg := 0; pg < g.NumPages; pg++ {
-		page := cache.Data[pg*pb : (pg+1)*pb]
-		if g.Store == StoreBF16 {
-			for i := 0; i < len(page); i += 2 {
-				binary.LittleEndian.PutUint16(page[i:], trapBF16Bits)
-			}
-			continue
+// packFP4 packs 128 values as the FP4 store does: per 32-dim block the
+// ue8m0 scale s = 2^ceil(log2 max(amax/6, 1e-4)) (f32, SGLang's packer
+// rule, docs/contracts/norm_rope_store.md "FP4 keys"), the codes e2m1(x/s)
+// ties to even with −0 stored as +0, dim 2i in the low nibble of byte i.
+func packFP4(v *[Dim]float64, codes, scales []byte) {
+	for blk := 0; blk < FP4Blocks; blk++ {
+		amax := 0.0
+		for _, x := range v[blk*FP4Block : (blk+1)*FP4Block] {
+			amax = math.Max(amax, math.Abs(x))
 		}
+		e := numeric.UE8M0CeilF32(max(float32(amax)/6, 1e-4))
+		scales[blk] = e
+		inv := 1 / numeric.UE8M0ToF64(e)
+		for d := blk * FP4Block; d < (blk+1)*FP4Block; d++ {
+			c := numeric.E2M1FromF64(v[d] * inv)
+			if c == 0x8 {
+				c = 0
+			}
+			if d&1 == 0 {
+				codes[d/2] = c
+			} else {
+				codes[d/2] |= c << 4
+			}
+		}
+	}
+}
+
+// fillTrap writes the trap pattern over a whole page of pitch bytes: the
+// unused-page pattern on [0, page_bytes), the padding poison after it.
+func fillTrap(p Params, page []byte) {
+	pb, P := p.PageBytes(), p.PageSize
+	switch p.Store {
+	case StoreBF16:
+		for i := 0; i+1 < len(page); i += 2 {
+			binary.LittleEndian.PutUint16(page[i:], trapBF16Bits)
+		}
+	case StoreFP4:
+		for i := range page {
+			page[i] = trapFP4Byte
+		}
+	default:
 		for i := 0; i < Dim*P; i++ {
 			page[i] = trapFP8Code
 		}
 		for i := Dim * P; i < pb; i += 4 {
 			binary.LittleEndian.PutUint32(page[i:], trapScale)
 		}
+		for i := pb; i < len(page); i++ {
+			page[i] = trapFP8Code
+		}
+	}
+}
+
+// writeKeys fills the cache: the trap pattern everywhere, then the keys of
+// every compact page, written by the norm_rope_store reference in chunks
+// of whole pages, each chunk's page u copied to its physical id (FP4: the
+// BF16 store's keys packed by packFP4). Page padding keeps its poison.
+func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Tensor) error {
+	pb := g.PageBytes()
+	pitch := g.Pitch()
+	P := g.PageSize
+	for pg := 0; pg < g.NumPages; pg++ {
+		fillTrap(g.Params, cache.Data[pg*pitch:(pg+1)*pitch])
 	}
 	var pool [][Dim]uint16
 	if g.fam.tokens == nil {
@@ -422,7 +510,7 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 	}
 	perChunk := max(1, keyChunkTokens/P)
 	preset := normrope.PresetV4
-	if g.Store == StoreBF16 {
+	if g.Store == StoreBF16 || g.Store == StoreFP4 {
 		preset = normrope.PresetV4BF16
 	}
 	for c0, ci := 0, 0; c0 < len(g.compact); c0, ci = c0+perChunk, ci+1 {
@@ -454,7 +542,19 @@ func (g *gen) writeKeys(spec difftest.CaseSpec, seed uint64, cache *difftest.Ten
 		}
 		for u := 0; u < n; u++ {
 			id := g.physical[c0+u]
-			copy(cache.Data[id*pb:(id+1)*pb], part.Data[u*pb:(u+1)*pb])
+			dst := cache.Data[id*pitch : id*pitch+pb]
+			if g.Store != StoreFP4 {
+				copy(dst, part.Data[u*pb:(u+1)*pb])
+				continue
+			}
+			src := part.Data[u*2*Dim*P:]
+			var v [Dim]float64
+			for o := 0; o < P; o++ {
+				for d := range v {
+					v[d] = numeric.BF16ToF64(binary.LittleEndian.Uint16(src[(o*Dim+d)*2:]))
+				}
+				packFP4(&v, dst[o*FP4CodeBytes:(o+1)*FP4CodeBytes], dst[FP4CodeBytes*P+o*FP4Blocks:FP4CodeBytes*P+(o+1)*FP4Blocks])
+			}
 		}
 	}
 	return nil
@@ -518,9 +618,36 @@ func FromTensors(id string, params []byte, tensors map[string]*difftest.Tensor) 
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", id, err)
 	}
+	if err := layoutFromShapes(&p, params, tensors); err != nil {
+		return nil, fmt.Errorf("case %s: %w", id, err)
+	}
 	c := &difftest.Case{ID: id, Kernel: KernelName, Family: p.Family, Params: p, Outputs: p.Outputs()}
 	if c.Inputs, err = difftest.CaptureInputs(id, InputNames(), tensors); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// layoutFromShapes reads the layout a captured case's tensors state where
+// its params leave it out: page_stride from the cache's row length when it
+// is not the tight page, next_n from a 2-D seq_lens [B, next_n]. A param
+// that is given is kept (Validate then checks the shapes against it), so
+// an explicit value is never overridden; a tensor missing here is left to
+// CaptureInputs to report.
+func layoutFromShapes(p *Params, raw []byte, tensors map[string]*difftest.Tensor) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return err
+	}
+	if _, given := keys["page_stride"]; !given {
+		if t := tensors[NameCache]; t != nil && len(t.Shape) == 2 && t.Shape[1] != p.PageBytes() {
+			p.PageStride = t.Shape[1]
+		}
+	}
+	if _, given := keys["next_n"]; !given {
+		if t := tensors[NameSeqLens]; t != nil && len(t.Shape) == 2 {
+			p.NextN = t.Shape[1]
+		}
+	}
+	return nil
 }

@@ -15,7 +15,8 @@ import (
 // ratioCap stands in for an unbounded tolerance ratio (difftest.RatioCap).
 const ratioCap = difftest.RatioCap
 
-// Check compares the logits got with the reference's want. Per row b:
+// Check compares the logits got with the reference's want. Per query row
+// b (of B·next_n, with its own length L_b):
 //
 //   - s < L_b: with x the exact logit (f64) and E its bound (bound.go),
 //     got must be finite and |got − x| ≤ E. E is a worst-case bound on
@@ -28,7 +29,9 @@ const ratioCap = difftest.RatioCap
 //     value (BF16), a non-finite scale, or a position whose f32 evaluation
 //     may overflow. It must not change any other position, which is
 //     checked.
-//   - s ≥ L_b with clean: exactly −inf (bits 0xFF800000); anything else is
+//   - bf16 logits: the bound is E_bf16 of bound.go (the f32 bound plus
+//     the bf16 rounding of the result).
+//   - s ≥ L_b with clean: exactly −inf (bits 0xFF800000, bf16 0xFF80); anything else is
 //     Mismatch ("past the row's length").
 //   - s ≥ L_b without clean: unspecified, not checked (the harness checks
 //     the guard bands; Kernel.Unspecified exempts these bytes from the
@@ -67,21 +70,20 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 		var pe posEval
 		for s := lo; s < hi; s++ {
 			i := b*in.p.Stride + s
-			v := float64(g.F32(i))
+			v, bits := getLogit(in.p, g, i)
 			if s >= L {
 				if !in.p.Clean {
 					continue
 				}
 				tl.tail++
-				bits := g.U32(i)
-				failed := bits != 0xFF800000
+				failed := !isNegInfBits(in.p, bits)
 				ratio := 0.0
 				if failed {
 					ratio = ratioCap
 				}
 				tl.record(failed, math.IsNaN(v) || !math.IsInf(v, -1) && math.IsInf(v, 0), ratio, func() difftest.Element {
 					return difftest.Element{Tensor: NameLogits, Index: fmt.Sprintf("[%d][%d]", b, s),
-						Got: fmt.Sprintf("%g (0x%08x)", v, bits), Want: fmt.Sprintf("-inf: past the row's length %d (clean)", L)}
+						Got: fmt.Sprintf("%g (0x%0*x)", v, 2*in.p.elemBytes(), bits), Want: fmt.Sprintf("-inf: past the row's length %d (clean)", L)}
 				}, b, s)
 				continue
 			}
@@ -108,7 +110,7 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 			tl.record(failed, nonFinite, ratio, func() difftest.Element {
 				return difftest.Element{Tensor: NameLogits, Index: fmt.Sprintf("[%d][%d]", b, s),
 					Got:  fmt.Sprintf("%.9g", v),
-					Want: fmt.Sprintf("%.9g (exact %.12g ± %.3g; slot %d)", want[0].F32(i), pe.logit, pe.e, pe.slot)}
+					Want: fmt.Sprintf("%.9g (exact %.12g ± %.3g; slot %d)", wantAt(in.p, want[0], i), pe.logit, pe.e, pe.slot)}
 			}, b, s)
 		}
 		mu.Lock()
@@ -116,6 +118,12 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 		mu.Unlock()
 	})
 	return total.result()
+}
+
+// wantAt returns the reference's logit i.
+func wantAt(p Params, t *difftest.Tensor, i int) float64 {
+	v, _ := getLogit(p, t, i)
+	return v
 }
 
 // tally accumulates a comparison.

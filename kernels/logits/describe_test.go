@@ -73,7 +73,7 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 		{"a negative length", spec("gaussian", ok("lengths", []any{int64(-1)})), `param "lengths": element 0 must be in [0, 16777216], got -1`},
 		{"P not a power of two", spec("gaussian", ok("P", int64(48))), `param "P": page size must be a power of two`},
 		{"H = 129", spec("gaussian", ok("H", int64(129))), `param "H": heads must be in [1, 128], got 129`},
-		{"unknown store", spec("gaussian", ok("store", "fp4")), `param "store": must be one of fp8, bf16, got "fp4"`},
+		{"unknown store", spec("gaussian", ok("store", "fp6")), `param "store": must be one of fp8, bf16, fp4, got "fp6"`},
 		{"stride below a length", spec("gaussian", ok("stride", int64(39))), `param "stride": must be in [the longest length 40, 16777216], got 39`},
 		{"max_pages below the pages", spec("gaussian", ok("max_pages", int64(0), "P", int64(16), "max_pages", int64(2))), `param "max_pages": must be in [ceil(40/16) = 3`},
 		{"num_pages below the pages", spec("gaussian", ok("num_pages", int64(1))), `param "num_pages": the rows use 2 pages, got 1`},

@@ -1,23 +1,29 @@
 // Package logits is the Go contract of indexer_logits (docs/contracts/indexer_logits.md), the
-// DeepSeek-V3.2/V4 lightning indexer's scores over the paged FP8/BF16 key
-// cache that norm_rope_store writes (DeepGEMM fp8_paged_mqa_logits, decode
-// form): its parameters, input validation, an f64 reference, the
+// DeepSeek-V3.2/V4/V4.1 lightning indexer's scores over the paged FP8/BF16/FP4
+// key cache that norm_rope_store writes (DeepGEMM fp8_paged_mqa_logits and
+// fp8_fp4_paged_mqa_logits, decode form): its parameters, input validation, an f64 reference, the
 // comparator with its derived tolerance, the input families, the mutant
 // catalog of docs/contracts/indexer_logits.md, a binary32 model of the CUDA kernel, and the
 // difftest.Kernel that registers them as "indexer_logits". The CUDA
 // kernel is logits.cu (launch contract in logits.h).
 //
 // Tensors (contract names and order): q [B, H, 128] (u8 e4m3fn codes for
-// the FP8 store, bf16 for the BF16 store), weights f32 [B, H], cache u8
-// [num_pages, 132·P] (FP8) or [num_pages, 256·P] (BF16), seq_lens i32 [B],
-// page_table i32 [B, max_pages]; output logits f32 [B, stride]. For s <
-// L_b, with slot = page_table[b][s >> log2 P]·P + (s & (P−1)) (64-bit),
+// the FP8 store, bf16 for the BF16 store) or [B, H, 68] (FP4: 64 packed
+// e2m1 bytes, then 4 ue8m0 bytes), with next_n > 1 [B, next_n, H, ·];
+// weights f32 [B·next_n, H], cache u8 [num_pages, page_stride] (tight:
+// 132·P FP8, 256·P BF16, 68·P FP4), seq_lens i32 [B] or [B, next_n],
+// page_table i32 [B, max_pages]; output logits f32 or bf16
+// (logits_dtype) [B·next_n, stride]. For query row i = b·next_n + r and s
+// < L_i, with slot = page_table[b][s >> log2 P]·P + (s & (P−1)) (64-bit),
 //
-//	logits[b][s] = scale(slot) · Σ_h weights[b][h] · ReLU(Σ_d q[b][h][d] · k(slot)[d])
+//	logits[i][s] = scale(slot) · Σ_h weights[i][h] · ReLU(Σ_d q[i][h][d] · k(slot)[d])
 //
 // (FP8: k the e4m3fn values of the slot's codes, scale its f32 scale;
-// BF16: k the bf16 values, scale 1); for s ≥ L_b, −inf with clean and
-// unspecified without.
+// BF16: k the bf16 values, scale 1; FP4: k_d = e2m1(code_d) · 2^(e − 127)
+// with e the ue8m0 byte of d's 32-dim block, scale 1); for s ≥ L_i, −inf
+// with clean and unspecified without. Pages sit page_stride bytes apart;
+// the padding after a page's tight bytes is never read (generated cases
+// poison it).
 //
 // Choices where the contract doc is silent, and where this package is stricter:
 //
@@ -63,7 +69,13 @@
 //     LargeMutants, not Mutants, caught by the opt-in large suite (and
 //     its fault build by the emulated contract test on a lazily mapped
 //     2.2 GB cache).
-//   - Sizes: H ≤ 128, P ≤ 2^16, seq_lens and stride ≤ 2^24, B ≤ 2^14,
-//     B·stride ≤ 2^28, the cache ≤ 16 GiB (params.go), checked before
-//     anything is allocated.
+//   - bf16 logits: the f32 bound plus the bf16 rounding of the result,
+//     E + 2^−8·(|x| + E) + 2^−134 (bound.go).
+//   - next_n, page_stride and logits_dtype default to the V4 contract (1,
+//     tight, f32), so cases that leave them out draw the same bytes; an
+//     explicit next_n or page_stride of 0 is an error, not the default.
+//   - Sizes: H ≤ 128, P ≤ 2^16, seq_lens and stride ≤ 2^24, B·next_n ≤
+//     2^14, next_n ≤ 16, page padding ≤ 2^16 bytes, B·next_n·stride ≤
+//     2^28, the cache ≤ 16 GiB (params.go), checked before anything is
+//     allocated.
 package logits

@@ -33,17 +33,36 @@ var legitimate = []variant{
 }
 
 // falseAlarmConfigs are the configurations the seeded cases rotate
-// through: both stores, page sizes 1, 16, 64, heads 1, 3, 16 and 64, clean
-// on and off, every page-table kind.
+// through: the three stores, page sizes 1, 16, 64, heads 1, 3, 16 and 64,
+// clean on and off, every page-table kind, next_n 1, 2 and 3, tight and
+// padded pages (FP4 to a multiple of 512 bytes), f32 and bf16 logits.
 func falseAlarmConfigs() []map[string]any {
 	var out []map[string]any
 	kinds := []string{PagesIdentity, PagesPerm, PagesDistinct, PagesHigh}
 	i := 0
-	for _, store := range []string{StoreFP8, StoreBF16} {
+	for _, store := range []string{StoreFP8, StoreBF16, StoreFP4} {
 		for _, P := range []int64{1, 16, 64} {
 			for _, H := range []int64{1, 3, 16, 64} {
 				for _, clean := range []bool{true, false} {
-					out = append(out, map[string]any{"store": store, "P": P, "H": H, "clean": clean, "pages": kinds[i%len(kinds)]})
+					cfg := map[string]any{"store": store, "P": P, "H": H, "clean": clean, "pages": kinds[i%len(kinds)]}
+					if n := i % 3; n > 0 {
+						cfg["next_n"] = int64(n + 1)
+					}
+					if i%4 == 1 {
+						tight := (Params{Store: store, PageSize: int(P)}).PageBytes()
+						pitch := tight + 4*(1+i%5)
+						if store == StoreFP4 {
+							pitch = (tight + 511) / 512 * 512
+							if pitch == tight {
+								pitch += 512
+							}
+						}
+						cfg["page_stride"] = int64(pitch)
+					}
+					if i%5 == 2 {
+						cfg["logits_dtype"] = LogitsBF16
+					}
+					out = append(out, cfg)
 					i++
 				}
 			}

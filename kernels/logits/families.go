@@ -54,7 +54,8 @@ var families = map[string]family{
 	},
 	"nan-keys": {
 		doc: "gaussian, and about 1 slot in `special` (default 8) altered: FP8 a NaN code, a NaN or +inf scale (don't care), or a zero scale (logit 0); " +
-			"BF16 a NaN, +inf or −inf value (don't care), or an all-zero key (logit 0). Don't-care positions must not change any other",
+			"BF16 a NaN, +inf or −inf value (don't care), or an all-zero key (logit 0); FP4 a scale byte 0xFF (NaN) or 254 under a code of 6 (beyond f32; don't care), " +
+			"a scale byte 0 (subnormal values) or an all-zero key. Don't-care positions must not change any other",
 		params: func(pr *difftest.Params, g *gen) { g.special = pr.Int("special", 8) },
 		check: func(g *gen) error {
 			if g.special < 1 {
@@ -178,6 +179,23 @@ func nanKeys(g *gen, cache *difftest.Tensor) {
 			slot := int64(g.physical[u])*int64(P) + int64(o)
 			at, scaleAt := slotBytes(p, slot)
 			kind, dim := st.Intn(4), st.Intn(Dim)
+			if p.Store == StoreFP4 {
+				blk := int64(dim / FP4Block)
+				switch kind {
+				case 0: // a NaN scale byte: don't care
+					cache.Data[scaleAt+blk] = 0xFF
+				case 1: // the largest scale under a code of 6: 6·2^127, beyond f32: don't care
+					cache.Data[scaleAt+blk] = 254
+					cache.Data[at+int64(dim/2)] |= 0x7 << (4 * (dim & 1))
+				case 2: // the smallest scale, 2^-127: subnormal values, finite
+					cache.Data[scaleAt+blk] = 0
+				case 3: // an all-zero key: logit 0
+					for d := int64(0); d < FP4CodeBytes; d++ {
+						cache.Data[at+d] = 0
+					}
+				}
+				continue
+			}
 			if p.Store == StoreFP8 {
 				switch kind {
 				case 0:

@@ -18,9 +18,11 @@ var (
 )
 
 // Kernel implements difftest.Kernel for indexer_logits (docs/contracts/indexer_logits.md):
-// inputs q [B, H, 128] (u8 e4m3fn codes, or bf16), weights f32 [B, H],
-// cache u8 [num_pages, 132·P or 256·P], seq_lens i32 [B], page_table i32
-// [B, max_pages]; output logits f32 [B, stride]. Case.Params is a Params.
+// inputs q [B, (next_n,) H, 128] (u8 e4m3fn codes, or bf16) or [B,
+// (next_n,) H, 68] (FP4), weights f32 [B·next_n, H], cache u8 [num_pages,
+// page_stride], seq_lens i32 [B] or [B, next_n], page_table i32 [B,
+// max_pages]; output logits f32 or bf16 [B·next_n, stride]. Case.Params
+// is a Params.
 // The zero value is ready to use.
 type Kernel struct{}
 
@@ -59,15 +61,16 @@ func rowRanges(c *difftest.Case, part func(p Params, L int) (lo, hi int)) [][]di
 		return nil
 	}
 	lens := c.Input(NameSeqLens)
-	if lens == nil || lens.Len() != p.Batch {
+	if lens == nil || lens.Len() != p.Rows() {
 		return nil
 	}
 	var rs []difftest.Range
-	for b := 0; b < p.Batch; b++ {
+	eb := p.elemBytes()
+	for b := 0; b < p.Rows(); b++ {
 		L := min(max(int(lens.I32(b)), 0), p.Stride)
 		lo, hi := part(p, L)
 		if hi > lo {
-			rs = append(rs, difftest.Range{Off: 4 * (b*p.Stride + lo), Len: 4 * (hi - lo)})
+			rs = append(rs, difftest.Range{Off: eb * (b*p.Stride + lo), Len: eb * (hi - lo)})
 		}
 	}
 	return [][]difftest.Range{rs}
@@ -109,7 +112,7 @@ func (Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 		return fmt.Errorf("%s: outputs differ in count or size", KernelName)
 	}
 	var k [Dim]float64
-	for row := 0; row < in.p.Batch; row++ {
+	for row := 0; row < in.p.Rows(); row++ {
 		L := int(in.lens.I32(row))
 		hi := in.p.Stride
 		if !in.p.Clean {
@@ -117,13 +120,14 @@ func (Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 		}
 		for s := 0; s < hi; s++ {
 			i := row*in.p.Stride + s
-			if x, y := a[0].U32(i), b[0].U32(i); x != y {
+			_, x := getLogit(in.p, a[0], i)
+			if _, y := getLogit(in.p, b[0], i); x != y {
 				if s < L {
 					if _, dc := in.key(in.slot(row, s), &k); dc != "" {
 						continue
 					}
 				}
-				return fmt.Errorf("%s[%d][%d]: 0x%08x vs 0x%08x", NameLogits, row, s, x, y)
+				return fmt.Errorf("%s[%d][%d]: 0x%0*x vs 0x%0*x", NameLogits, row, s, 2*in.p.elemBytes(), x, 2*in.p.elemBytes(), y)
 			}
 		}
 	}
@@ -135,7 +139,7 @@ func (Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Res
 	return Check(c, got, want)
 }
 
-// Mutants returns the 8 mutants the default suite must catch; see Mutants.
+// Mutants returns the 13 mutants the default suite must catch; see Mutants.
 func (Kernel) Mutants() []difftest.Mutant { return Mutants() }
 
 // CheckSpec returns the error NewCase would return for spec, without

@@ -186,21 +186,26 @@ func (s sim32) headSum32(w, r []float32) float32 {
 }
 
 // key32 reads a slot's key as the variant's kernel would: the codes (or
-// bf16 values) at the slot and its scale. ok is false when the fault sends
+// bf16 values) at the slot and its scale (FP4: each code times its
+// block's scale, in f32, and scale 1). ok is false when the fault sends
 // the read outside the cache (the position then reads as NaN: garbage).
 func (s sim32) key32(in *inputs, slot int64, k *[Dim]float32) (scale float32, ok bool) {
 	p := in.p
-	at, scaleAt := slotBytes(p, slot)
+	pitch := int64(p.Pitch())
+	if s.fault == "logits-tight-stride" {
+		pitch = int64(p.PageBytes()) // pages read as if packed tight
+	}
+	at, scaleAt := slotBytesPitch(p, slot, pitch)
 	page, off := slot>>p.Log2P(), slot&int64(p.PageSize-1)
 	switch s.fault {
 	case "logits-scale-interleaved":
 		if p.Store == StoreFP8 { // [128 codes | scale] records of 132 bytes
-			at = page*int64(p.PageBytes()) + off*(Dim+4)
+			at = page*pitch + off*(Dim+4)
 			scaleAt = at + Dim
 		}
 	case "logits-one-scale-per-page":
 		if p.Store == StoreFP8 {
-			scaleAt = page*int64(p.PageBytes()) + int64(Dim*p.PageSize)
+			scaleAt = page*pitch + int64(Dim*p.PageSize)
 		}
 	case "logits-offset-int32": // byte offsets formed in 32-bit signed arithmetic
 		wrap := func(x int64) int64 { return int64(int32(uint32(x))) }
@@ -211,13 +216,20 @@ func (s sim32) key32(in *inputs, slot int64, k *[Dim]float32) (scale float32, ok
 	}
 	data := in.cache.Data
 	n := int64(len(data))
-	if p.Store == StoreBF16 {
+	switch p.Store {
+	case StoreBF16:
 		if at < 0 || at+2*Dim > n {
 			return 0, false
 		}
 		for d := range k {
 			k[d] = numeric.BF16ToF32(binary.LittleEndian.Uint16(data[at+2*int64(d):]))
 		}
+		return 1, true
+	case StoreFP4:
+		if at < 0 || at+FP4CodeBytes > n || scaleAt < 0 || scaleAt+FP4Blocks > n {
+			return 0, false
+		}
+		s.fp4Decode(data[at:at+FP4CodeBytes], data[scaleAt:scaleAt+FP4Blocks], k)
 		return 1, true
 	}
 	if at < 0 || at+Dim > n || scaleAt < 0 || scaleAt+4 > n {
@@ -229,11 +241,28 @@ func (s sim32) key32(in *inputs, slot int64, k *[Dim]float32) (scale float32, ok
 	return math.Float32frombits(binary.LittleEndian.Uint32(data[scaleAt:])), true
 }
 
-// logit computes position s of row b in binary32; q holds the row's
-// queries, w its weights (as the variant reads them).
+// fp4Decode decodes 64 packed e2m1 bytes and 4 ue8m0 bytes into f32
+// values, code × 2^(e−127) rounded once to f32 (exact in range; ±inf past
+// it, NaN for 0xFF), with the variant's FP4 fault.
+func (s sim32) fp4Decode(codes, scales []byte, k *[Dim]float32) {
+	for d := range k {
+		c := fp4Code(codes, d)
+		if s.fault == "logits-fp4-nibble-swap" {
+			c = fp4Code(codes, d^1) // the high nibble read as the even dim
+		}
+		blk := d / FP4Block
+		if s.fault == "logits-fp4-one-scale" {
+			blk = 0
+		}
+		k[d] = float32(fp4Value(c, scales[blk]))
+	}
+}
+
+// logit computes position s of query row b in binary32; q holds the
+// row's queries, w its weights (as the variant reads them).
 func (s sim32) logit(in *inputs, b, pos int, q [][Dim]float32, w []float32, r []float32) float32 {
 	p := in.p
-	row := b
+	row := in.reqOf(b)
 	if s.fault == "logits-page-row0" {
 		row = 0
 	}
@@ -276,11 +305,24 @@ func (s sim32) logit(in *inputs, b, pos int, q [][Dim]float32, w []float32, r []
 	return S
 }
 
-// run computes every row into logits (the f32 [B, stride] output, holding
-// the poison), with the variant's fault.
+// store writes logit x of element i: f32, or bf16 rounded to nearest
+// even (truncated for the logits-bf16-truncate fault).
+func (s sim32) store(p Params, logits *difftest.Tensor, i int, x float32) {
+	if !p.BF16Out() {
+		logits.SetF32(i, x)
+		return
+	}
+	if s.fault == "logits-bf16-truncate" && !math.IsNaN(float64(x)) {
+		logits.SetU16(i, uint16(math.Float32bits(x)>>16))
+		return
+	}
+	logits.SetU16(i, numeric.BF16FromF32(x))
+}
+
+// run computes every query row into logits (the [B·next_n, stride]
+// output, holding the poison), with the variant's fault.
 func (s sim32) run(in *inputs, logits *difftest.Tensor) {
 	p := in.p
-	negInf := math.Float32bits(float32(math.Inf(-1)))
 	in.forChunks(func(b, lo, hi int, _ *rowCtx, _ *scratch) {
 		H := p.Heads
 		q := make([][Dim]float32, H)
@@ -296,6 +338,9 @@ func (s sim32) run(in *inputs, logits *difftest.Tensor) {
 		}
 		r := make([]float32, H)
 		L := int(in.lens.I32(b))
+		if s.fault == "logits-mtp-shared-len" {
+			L = int(in.lens.I32(in.reqOf(b)*p.N() + p.N() - 1)) // the request's last row's length for every row
+		}
 		scoredTo := L
 		if s.fault == "logits-past-length" && p.Clean {
 			scoredTo = min(pagesFor(L, p.PageSize)*p.PageSize, p.Stride) // the last page scored whole
@@ -307,9 +352,9 @@ func (s sim32) run(in *inputs, logits *difftest.Tensor) {
 			i := b*p.Stride + pos
 			switch {
 			case pos < scoredTo:
-				logits.SetF32(i, s.logit(in, b, pos, q, w, r))
+				s.store(p, logits, i, s.logit(in, b, pos, q, w, r))
 			case p.Clean:
-				logits.SetU32(i, negInf)
+				setNegInf(p, logits, i)
 			}
 		}
 	})

@@ -19,6 +19,11 @@ var mutantFaults = []struct{ name, fault string }{
 	{"logits-page-row0", "maps every row's positions through page-table row 0"},
 	{"logits-bf16-dot", "rounds each dot product to bf16 before the ReLU (a PyTorch fallback's rounding, under accum_bits 24)"},
 	{"logits-past-length", "with clean, scores the row's last page whole: positions in [L_b, ceil(L_b/P)·P) get a logit instead of −inf"},
+	{"logits-tight-stride", "reads page j at j·page_bytes (the tight 132·P, 256·P or 68·P) instead of j·page_stride: padded pages are read shifted, into the poisoned padding"},
+	{"logits-fp4-nibble-swap", "FP4: reads dim 2i from the high nibble and 2i+1 from the low one (the packed byte's order reversed)"},
+	{"logits-fp4-one-scale", "FP4: scales all 128 dims of a key by its block-0 scale instead of one ue8m0 scale per 32 dims"},
+	{"logits-mtp-shared-len", "next_n > 1: every row of a request scored up to the request's last row's length (a 1-D context_lens), so earlier rows score keys past their own length instead of −inf"},
+	{"logits-bf16-truncate", "bf16 logits: the f32 result truncated to bf16 instead of rounded to nearest even"},
 }
 
 // largeOnly is the mutant only the large suite can catch: a cache beyond
@@ -27,7 +32,7 @@ var largeOnly = struct{ name, fault string }{
 	"logits-offset-int32", "forms cache byte offsets in 32-bit signed arithmetic: past 2 GiB they wrap and the key reads as zeros (vLLM #52109)",
 }
 
-// Mutants returns the 8 logits mutants the default suite must catch (the
+// Mutants returns the 13 logits mutants the default suite must catch (the
 // catalog of docs/contracts/indexer_logits.md without logits-offset-int32, which needs a
 // cache beyond 2 GiB: LargeMutants). Each Run writes outs[0] like
 // logits.cu except for its fault; it returns the case's *InputError if

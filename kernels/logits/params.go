@@ -22,12 +22,12 @@ const Dim = 128
 
 // Contract names of the tensors, in contract order.
 const (
-	NameQ         = "q"          // in: FP8 store u8 e4m3fn codes [B, H, 128]; BF16 store bf16 [B, H, 128]
-	NameWeights   = "weights"    // in: f32 [B, H]
-	NameCache     = "cache"      // in: u8 [num_pages, 132·P] (FP8) or [num_pages, 256·P] (BF16)
-	NameSeqLens   = "seq_lens"   // in: i32 [B]
+	NameQ         = "q"          // in: [B, (next_n,) H, ·]: FP8 u8 e4m3fn codes ·128; BF16 bf16 ·128; FP4 u8 ·68 (64 packed e2m1 bytes, 4 ue8m0 bytes)
+	NameWeights   = "weights"    // in: f32 [B·next_n, H]
+	NameCache     = "cache"      // in: u8 [num_pages, page_stride], page_stride ≥ 132·P (FP8), 256·P (BF16), 68·P (FP4)
+	NameSeqLens   = "seq_lens"   // in: i32 [B] (next_n = 1) or [B, next_n] (DeepGEMM's context_lens)
 	NamePageTable = "page_table" // in: i32 [B, max_pages]
-	NameLogits    = "logits"     // out: f32 [B, stride]
+	NameLogits    = "logits"     // out: f32 or bf16 [B·next_n, stride]
 )
 
 // InputNames returns the input tensor names in contract order: q, weights,
@@ -36,10 +36,27 @@ func InputNames() []string {
 	return []string{NameQ, NameWeights, NameCache, NameSeqLens, NamePageTable}
 }
 
-// Stores (Params.Store), the two layouts of docs/contracts/norm_rope_store.md step 4.
+// Stores (Params.Store), the layouts of docs/contracts/norm_rope_store.md
+// step 4 and its "FP4 keys" section.
 const (
 	StoreFP8  = "fp8"  // 128 e4m3fn codes per slot, then per page the slots' f32 scales
 	StoreBF16 = "bf16" // 128 bf16 values per slot
+	StoreFP4  = "fp4"  // 64 bytes of packed e2m1 codes per slot (d = 2i low nibble, 2i+1 high), then per page the slots' 4 ue8m0 block scales
+)
+
+// FP4 layout: 32 values per ue8m0 block scale, 4 blocks per key, 64 code
+// bytes and 4 scale bytes per slot (and per FP4 query head).
+const (
+	FP4Block      = 32
+	FP4Blocks     = Dim / FP4Block
+	FP4CodeBytes  = Dim / 2
+	FP4TokenBytes = FP4CodeBytes + FP4Blocks
+)
+
+// Output precisions (Params.LogitsDType).
+const (
+	LogitsF32  = "f32"  // the default ("" reads as f32)
+	LogitsBF16 = "bf16" // DeepGEMM's logits_dtype = torch.bfloat16 (the sparse paged variant's output)
 )
 
 // DefaultAccumBits is the accumulation precision of an f32 kernel, the
@@ -50,42 +67,82 @@ const DefaultAccumBits = 24
 // JSON in exec metadata and capture files (the field names match the
 // bridge's packer of logits.h), and FromTensors reads them back.
 //
-// Store, PageSize (P), Heads (H), Clean and AccumBits are contract
-// parameters; Batch, Stride, MaxPages and NumPages are the shape facts of
-// the tensors (q [Batch, Heads, 128], weights [Batch, Heads], cache
-// [NumPages, page_bytes], seq_lens [Batch], page_table [Batch, MaxPages],
-// logits [Batch, Stride]); Family and Pages say how the generator drew the
-// case (informational, kept in captures); Needles, for the needle family,
-// the planted position of each row (−1 for none).
+// Store, PageSize (P), Heads (H), Clean, AccumBits, NextN, PageStride
+// and LogitsDType are contract parameters; Batch (B, requests), Stride,
+// MaxPages and NumPages are the shape facts of the tensors (q [B,
+// (next_n,) H, 128 or 68], weights [B·next_n, H], cache [NumPages,
+// page_stride], seq_lens [B] or [B, next_n], page_table [B, MaxPages],
+// logits [B·next_n, Stride]); Family and Pages say how the generator drew
+// the case (informational, kept in captures); Needles, for the needle
+// family, the planted position of each row (−1 for none).
+//
+// The zero values of NextN, PageStride and LogitsDType are the defaults
+// (1, the tight page size, f32), so the JSON of a case that uses them
+// omits them; ParseParams rejects an explicit 0.
 type Params struct {
-	Store     string `json:"store"`      // "fp8" or "bf16"
-	PageSize  int    `json:"page_size"`  // P, slots per page, a power of two in [1, MaxPageSize]
-	Heads     int    `json:"heads"`      // H, in [1, MaxHeads]
-	Clean     bool   `json:"clean"`      // positions s ≥ L_b must be −inf (DeepGEMM clean_logits); else unspecified
-	AccumBits int    `json:"accum_bits"` // significand bits of the kernel's dot products, in [MinAccumBits, 24] (bound.go)
-	Batch     int    `json:"batch"`
-	Stride    int    `json:"stride"`
-	MaxPages  int    `json:"max_pages"`
-	NumPages  int    `json:"num_pages"`
-	Family    string `json:"family,omitempty"`
-	Pages     string `json:"pages,omitempty"`
-	Needles   []int  `json:"needles,omitempty"`
+	Store       string `json:"store"`                  // "fp8", "bf16" or "fp4"
+	PageSize    int    `json:"page_size"`              // P, slots per page, a power of two in [1, MaxPageSize]
+	Heads       int    `json:"heads"`                  // H, in [1, MaxHeads]
+	Clean       bool   `json:"clean"`                  // positions s ≥ L_b must be −inf (DeepGEMM clean_logits); else unspecified
+	AccumBits   int    `json:"accum_bits"`             // significand bits of the kernel's dot products, in [MinAccumBits, 24] (bound.go)
+	NextN       int    `json:"next_n,omitempty"`       // query rows per request (multi-token prediction), in [1, MaxNextN]; 0 reads as 1
+	PageStride  int    `json:"page_stride,omitempty"`  // bytes from one cache page to the next, ≥ the tight page size, a multiple of 4; 0 reads as tight
+	LogitsDType string `json:"logits_dtype,omitempty"` // "f32" (default, "" reads as it) or "bf16"
+	Batch       int    `json:"batch"`
+	Stride      int    `json:"stride"`
+	MaxPages    int    `json:"max_pages"`
+	NumPages    int    `json:"num_pages"`
+	Family      string `json:"family,omitempty"`
+	Pages       string `json:"pages,omitempty"`
+	Needles     []int  `json:"needles,omitempty"`
 }
 
 // Log2P returns log2 of the page size (PageSize must be a power of two).
 func (p Params) Log2P() int { return bits.TrailingZeros(uint(p.PageSize)) }
 
-// PageBytes returns the bytes of one cache page: 132·P for FP8 (128 code
-// bytes and a 4-byte f32 scale per slot), 256·P for BF16.
+// PageBytes returns the tight bytes of one cache page: 132·P for FP8 (128
+// code bytes and a 4-byte f32 scale per slot), 256·P for BF16, 68·P for
+// FP4 (64 code bytes and 4 ue8m0 bytes per slot).
 func (p Params) PageBytes() int {
-	if p.Store == StoreBF16 {
+	switch p.Store {
+	case StoreBF16:
 		return 2 * Dim * p.PageSize
+	case StoreFP4:
+		return FP4TokenBytes * p.PageSize
 	}
 	return (Dim + 4) * p.PageSize
 }
 
-// QDType returns the dtype of q: U8 (e4m3fn codes) for the FP8 store, BF16
-// for the BF16 store.
+// Pitch returns the bytes from one cache page to the next: PageStride, or
+// PageBytes when it is 0. Bytes [PageBytes, Pitch) of a page are padding,
+// which no kernel may read.
+func (p Params) Pitch() int {
+	if p.PageStride != 0 {
+		return p.PageStride
+	}
+	return p.PageBytes()
+}
+
+// Rows returns the query rows, Batch·NextN: the rows of weights and logits.
+func (p Params) Rows() int { return p.Batch * p.N() }
+
+// N returns next_n (NextN, 1 when 0).
+func (p Params) N() int { return max(p.NextN, 1) }
+
+// BF16Out reports whether the logits are bf16 (LogitsDType "bf16").
+func (p Params) BF16Out() bool { return p.LogitsDType == LogitsBF16 }
+
+// OutDType returns the dtype of the logits: F32, or BF16.
+func (p Params) OutDType() difftest.DType {
+	if p.BF16Out() {
+		return difftest.BF16
+	}
+	return difftest.F32
+}
+
+// QDType returns the dtype of q: U8 (e4m3fn codes) for the FP8 store,
+// BF16 for the BF16 store, U8 (packed e2m1 codes and ue8m0 scales) for
+// FP4.
 func (p Params) QDType() difftest.DType {
 	if p.Store == StoreBF16 {
 		return difftest.BF16
@@ -93,15 +150,44 @@ func (p Params) QDType() difftest.DType {
 	return difftest.U8
 }
 
-// Outputs returns the output list: logits f32 [Batch, Stride].
+// QHeadElems returns the elements of one query head in q: 128, or 68
+// bytes for FP4 (64 packed code bytes, then the 4 ue8m0 block scales;
+// DeepGEMM passes those as q_sf i32 [B, next_n, H], the same bytes).
+func (p Params) QHeadElems() int {
+	if p.Store == StoreFP4 {
+		return FP4TokenBytes
+	}
+	return Dim
+}
+
+// QShape returns the shape of q: [B, H, 128 or 68] for next_n = 1, [B,
+// next_n, H, 128 or 68] otherwise (DeepGEMM's layout).
+func (p Params) QShape() []int {
+	if p.N() == 1 {
+		return []int{p.Batch, p.Heads, p.QHeadElems()}
+	}
+	return []int{p.Batch, p.N(), p.Heads, p.QHeadElems()}
+}
+
+// LensShape returns the shape of seq_lens: [B] for next_n = 1, [B,
+// next_n] otherwise (DeepGEMM's context_lens). Row r of request b is
+// element b·next_n + r.
+func (p Params) LensShape() []int {
+	if p.N() == 1 {
+		return []int{p.Batch}
+	}
+	return []int{p.Batch, p.N()}
+}
+
+// Outputs returns the output list: logits f32 or bf16 [Batch·NextN, Stride].
 func (p Params) Outputs() []difftest.OutputSpec {
-	return []difftest.OutputSpec{{Name: NameLogits, DType: difftest.F32, Shape: []int{p.Batch, p.Stride}}}
+	return []difftest.OutputSpec{{Name: NameLogits, DType: p.OutDType(), Shape: []int{p.Rows(), p.Stride}}}
 }
 
 // String renders the configuration in one line, for messages.
 func (p Params) String() string {
-	return fmt.Sprintf("store=%s P=%d H=%d clean=%v accum_bits=%d batch=%d stride=%d max_pages=%d num_pages=%d",
-		p.Store, p.PageSize, p.Heads, p.Clean, p.AccumBits, p.Batch, p.Stride, p.MaxPages, p.NumPages)
+	return fmt.Sprintf("store=%s P=%d H=%d clean=%v accum_bits=%d next_n=%d page_stride=%d logits=%s batch=%d stride=%d max_pages=%d num_pages=%d",
+		p.Store, p.PageSize, p.Heads, p.Clean, p.AccumBits, p.N(), p.Pitch(), p.OutDType(), p.Batch, p.Stride, p.MaxPages, p.NumPages)
 }
 
 // Upper bounds on the sizes of one case. They are above what the
@@ -134,24 +220,45 @@ const (
 	MaxTableEntries = 1 << 28
 	// MinAccumBits is the smallest accum_bits a kernel may declare.
 	MinAccumBits = 4
+	// MaxNextN bounds next_n: 16 query rows per request (DeepGEMM tests
+	// 1, 2 and 6).
+	MaxNextN = 16
+	// MaxPagePad bounds the padding of a page, page_stride − page_bytes:
+	// 2^16 bytes.
+	MaxPagePad = 1 << 16
 )
 
 // Check reports the first configuration error as an *InputError naming the
 // parameter and the rule: an unknown store, P not a power of two in [1,
 // MaxPageSize], H outside [1, MaxHeads], accum_bits outside [MinAccumBits,
-// 24], negative shape facts, num_pages < 1, and any size over its limit
-// (the factors are bounded before the products are formed, so nothing
-// overflows).
+// 24], next_n outside [1, MaxNextN] (0 reads as 1), page_stride neither 0
+// (tight) nor a multiple of 4 in [page_bytes, page_bytes + MaxPagePad],
+// an unknown logits_dtype, negative shape facts, num_pages < 1, and any
+// size over its limit (the factors are bounded before the products are
+// formed, so nothing overflows).
 func (p Params) Check() error {
 	switch {
-	case p.Store != StoreFP8 && p.Store != StoreBF16:
-		return difftest.Inputf("store", nil, "must be %q or %q, got %q", StoreFP8, StoreBF16, p.Store)
+	case p.Store != StoreFP8 && p.Store != StoreBF16 && p.Store != StoreFP4:
+		return difftest.Inputf("store", nil, "must be %q, %q or %q, got %q", StoreFP8, StoreBF16, StoreFP4, p.Store)
 	case p.PageSize < 1 || p.PageSize > MaxPageSize || bits.OnesCount(uint(p.PageSize)) != 1:
 		return difftest.Inputf("P", nil, "page size must be a power of two in [1, %d] (MaxPageSize), got %d", MaxPageSize, p.PageSize)
 	case p.Heads < 1 || p.Heads > MaxHeads:
 		return difftest.Inputf("H", nil, "heads must be in [1, %d], got %d", MaxHeads, p.Heads)
 	case p.AccumBits < MinAccumBits || p.AccumBits > DefaultAccumBits:
 		return difftest.Inputf("accum_bits", nil, "must be in [%d, %d] (24: f32 accumulation), got %d", MinAccumBits, DefaultAccumBits, p.AccumBits)
+	case p.NextN < 0 || p.NextN > MaxNextN:
+		return difftest.Inputf("next_n", nil, "must be in [1, %d] (query rows per request), got %d", MaxNextN, p.NextN)
+	case p.LogitsDType != "" && p.LogitsDType != LogitsF32 && p.LogitsDType != LogitsBF16:
+		return difftest.Inputf("logits_dtype", nil, "must be %q or %q, got %q", LogitsF32, LogitsBF16, p.LogitsDType)
+	}
+	if s := p.PageStride; s != 0 {
+		tight := p.PageBytes()
+		switch {
+		case s < tight || s > tight+MaxPagePad:
+			return difftest.Inputf("page_stride", nil, "must be in [the tight page size %s, +%d bytes of padding], got %d", pageBytesRule(p), MaxPagePad, s)
+		case s%4 != 0:
+			return difftest.Inputf("page_stride", nil, "must be a multiple of 4 bytes (the scale words stay aligned), got %d", s)
+		}
 	}
 	type bound struct {
 		name   string
@@ -159,6 +266,10 @@ func (p Params) Check() error {
 		why    string
 	}
 	B, S, M, N := int64(p.Batch), int64(p.Stride), int64(p.MaxPages), int64(p.NumPages)
+	cacheName := "num_pages·page_bytes"
+	if p.PageStride != 0 {
+		cacheName = "num_pages·page_stride"
+	}
 	for _, n := range []struct {
 		name string
 		v    int64
@@ -175,9 +286,10 @@ func (p Params) Check() error {
 		{"stride", S, MaxSeqLen, "logits per row"},
 		{"max_pages", M, MaxPages, "page-table entries per row"},
 		{"num_pages", N, MaxNumPages, "cache pages"},
-		{"batch·stride", B * S, MaxLogits, "logits"},
+		{"batch·next_n·stride", B * int64(p.N()) * S, MaxLogits, "logits"},
 		{"batch·max_pages", B * M, MaxTableEntries, "page-table entries"},
-		{"num_pages·page_bytes", N * int64(p.PageBytes()), MaxCacheBytes, "cache bytes"},
+		{"batch·next_n", B * int64(p.N()), MaxBatch, "query rows"},
+		{cacheName, N * int64(p.Pitch()), MaxCacheBytes, "cache bytes"},
 	} {
 		if b.v > b.max {
 			return difftest.Inputf(b.name, nil, "exceeds the limit of %d %s: got %d", b.max, b.why, b.v)
@@ -188,11 +300,27 @@ func (p Params) Check() error {
 
 // ParseParams decodes the JSON form of Params (capture files, exec
 // metadata; unknown fields are errors) and checks it (Params.Check). A
-// missing accum_bits reads as DefaultAccumBits.
+// missing accum_bits reads as DefaultAccumBits, a missing next_n as 1, a
+// missing page_stride as the tight page size, a missing logits_dtype as
+// f32; an explicit next_n or page_stride of 0 is an error (omit the field
+// for the default).
 func ParseParams(raw json.RawMessage) (Params, error) {
 	p := Params{AccumBits: DefaultAccumBits}
 	if err := difftest.DecodeStrict(raw, &p); err != nil {
 		return Params{}, fmt.Errorf("%s params: %w", KernelName, err)
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &present); err != nil {
+		return Params{}, fmt.Errorf("%s params: %w", KernelName, err)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		rule string
+	}{{"next_n", p.NextN, "≥ 1 (omit it for 1)"}, {"page_stride", p.PageStride, "≥ the tight page size " + pageBytesRule(p) + " (omit it for tight pages)"}} {
+		if _, ok := present[f.name]; ok && f.v == 0 {
+			return Params{}, difftest.Inputf(f.name, nil, "must be %s, got an explicit 0", f.rule)
+		}
 	}
 	if err := p.Check(); err != nil {
 		return Params{}, err

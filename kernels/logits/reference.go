@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
 // rowCtx holds one row's queries and weights as exact f64 values.
@@ -73,6 +74,11 @@ func (in *inputs) eval(rc *rowCtx, b, s int, sc *scratch, bound bool, pe *posEva
 	if !bound || pe.dc != "" {
 		return
 	}
+	defer func() {
+		if in.p.BF16Out() && pe.dc == "" {
+			pe.e = bf16Bound(pe.e, pe.logit)
+		}
+	}()
 	ua := accumUnit(in.p.AccumBits)
 	for h := range rc.w {
 		sc.e[h] = dotBound(sc.a[h], ua)
@@ -85,14 +91,15 @@ func (in *inputs) eval(rc *rowCtx, b, s int, sc *scratch, bound bool, pe *posEva
 	pe.e = headSum(rc.w, sc.r, sc.e, pe.logit, as)
 }
 
-// Compute runs the reference on a case into logits (the f32 [B, stride]
-// output, pre-filled with the canary): for every row b and s < L_b,
-// logits[b][s] = f32(scale(slot)·Σ_h w_bh·ReLU(Σ_d q_bhd·k(slot)_d)), the
-// f64 value rounded once to nearest even (a NaN key gives NaN, an
-// overflow ±inf: such positions are don't care); for s ≥ L_b, −inf when
-// clean, and nothing written otherwise (the contract leaves them
-// unspecified). It returns the case's *InputError if the case breaks the
-// contract. Rows and chunks of 4096 positions run in parallel.
+// Compute runs the reference on a case into logits (the f32 or bf16 [B·next_n,
+// stride] output, pre-filled with the canary): for every query row i
+// (request b = i / next_n) and s < L_i, logits[i][s] =
+// f32(scale(slot)·Σ_h w_ih·ReLU(Σ_d q_ihd·k(slot)_d)) (bf16(·) for bf16
+// logits), the f64 value rounded once to nearest even (a NaN key gives
+// NaN, an overflow ±inf: such positions are don't care); for s ≥ L_i,
+// −inf when clean, and nothing written otherwise (the contract leaves
+// them unspecified). It returns the case's *InputError if the case breaks
+// the contract. Rows and chunks of 4096 positions run in parallel.
 func Compute(c *difftest.Case, logits *difftest.Tensor) error {
 	in, err := load(c)
 	if err != nil {
@@ -101,7 +108,6 @@ func Compute(c *difftest.Case, logits *difftest.Tensor) error {
 	if err := checkLogits(in.p, logits); err != nil {
 		return err
 	}
-	negInf := math.Float32bits(float32(math.Inf(-1)))
 	in.forChunks(func(b, lo, hi int, rc *rowCtx, sc *scratch) {
 		L := int(in.lens.I32(b))
 		var pe posEval
@@ -110,13 +116,56 @@ func Compute(c *difftest.Case, logits *difftest.Tensor) error {
 			switch {
 			case s < L:
 				in.eval(rc, b, s, sc, false, &pe)
-				logits.SetF32(i, float32(pe.logit))
+				setLogit(in.p, logits, i, pe.logit)
 			case in.p.Clean:
-				logits.SetU32(i, negInf)
+				setNegInf(in.p, logits, i)
 			}
 		}
 	})
 	return nil
+}
+
+// setLogit stores x rounded once to nearest even to the output precision.
+func setLogit(p Params, t *difftest.Tensor, i int, x float64) {
+	if p.BF16Out() {
+		t.SetU16(i, numeric.BF16FromF64(x))
+		return
+	}
+	t.SetF32(i, float32(x))
+}
+
+// setNegInf stores −inf (f32 0xFF800000, bf16 0xFF80).
+func setNegInf(p Params, t *difftest.Tensor, i int) {
+	if p.BF16Out() {
+		t.SetU16(i, 0xFF80)
+		return
+	}
+	t.SetU32(i, 0xFF800000)
+}
+
+// getLogit returns element i of the output as f64 and its bits.
+func getLogit(p Params, t *difftest.Tensor, i int) (float64, uint32) {
+	if p.BF16Out() {
+		b := t.U16(i)
+		return numeric.BF16ToF64(b), uint32(b)
+	}
+	return float64(t.F32(i)), t.U32(i)
+}
+
+// isNegInfBits reports whether bits (from getLogit) are −inf.
+func isNegInfBits(p Params, bits uint32) bool {
+	if p.BF16Out() {
+		return bits == 0xFF80
+	}
+	return bits == 0xFF800000
+}
+
+// elemBytes returns the bytes of one logit: 4, or 2 for bf16.
+func (p Params) elemBytes() int {
+	if p.BF16Out() {
+		return 2
+	}
+	return 4
 }
 
 // checkLogits verifies an output buffer against the configuration.
@@ -124,8 +173,8 @@ func checkLogits(p Params, t *difftest.Tensor) error {
 	if t == nil {
 		return difftest.Inputf(NameLogits, nil, "no output tensor")
 	}
-	if want := 4 * p.Batch * p.Stride; len(t.Data) != want {
-		return difftest.Inputf(NameLogits, nil, "holds %d bytes, batch·stride·4 = %d", len(t.Data), want)
+	if want := p.elemBytes() * p.Rows() * p.Stride; len(t.Data) != want {
+		return difftest.Inputf(NameLogits, nil, "holds %d bytes, batch·next_n·stride·%d = %d", len(t.Data), p.elemBytes(), want)
 	}
 	return nil
 }
@@ -133,13 +182,13 @@ func checkLogits(p Params, t *difftest.Tensor) error {
 // chunk is the number of positions one work item covers.
 const chunk = 4096
 
-// forChunks calls f for every row b and position range [lo, hi) covering
+// forChunks calls f for every query row b (of B·next_n) and position range [lo, hi) covering
 // [0, stride), in parallel over GOMAXPROCS goroutines; each goroutine gets
 // its own scratch, and each row's queries are decoded once per goroutine.
 func (in *inputs) forChunks(f func(b, lo, hi int, rc *rowCtx, sc *scratch)) {
 	type item struct{ b, lo, hi int }
 	var items []item
-	for b := 0; b < in.p.Batch; b++ {
+	for b := 0; b < in.p.Rows(); b++ {
 		for lo := 0; lo < in.p.Stride; lo += chunk {
 			items = append(items, item{b, lo, min(lo+chunk, in.p.Stride)})
 		}

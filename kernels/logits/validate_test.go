@@ -33,8 +33,8 @@ func TestValidateRules(t *testing.T) {
 			"H: heads must be in [1, 128], got 0"},
 		{"accum_bits", StoreFP8, func(c *difftest.Case) { setParams(c, func(p *Params) { p.AccumBits = 32 }) },
 			"accum_bits: must be in [4, 24]"},
-		{"unknown store", StoreFP8, func(c *difftest.Case) { setParams(c, func(p *Params) { p.Store = "fp4" }) },
-			`store: must be "fp8" or "bf16", got "fp4"`},
+		{"unknown store", StoreFP8, func(c *difftest.Case) { setParams(c, func(p *Params) { p.Store = "fp6" }) },
+			`store: must be "fp8", "bf16" or "fp4", got "fp6"`},
 		{"cache of the other store", StoreFP8, func(c *difftest.Case) {
 			setParams(c, func(p *Params) { p.Store = StoreBF16 })
 			q := c.Inputs[0]

@@ -24,7 +24,7 @@ func (Kernel) Contract() difftest.ContractInfo {
 		},
 		Outputs:  []difftest.OutputInfo{{Name: NameCache, DType: difftest.U8, InOut: true}},
 		Required: []string{"norm", "rope_style", "store", "scale_fmt", "page_size", "num_pages", "eps"},
-		Optional: []string{"rope_offset", "hadamard", "preset", "model"},
+		Optional: []string{"rope_offset", "hadamard", "preset", "model", "intermediate"},
 		Sizes:    []difftest.SizeInfo{{Param: "num_pages", Tensor: NameCache, Axis: 0}},
 	}
 }

@@ -206,7 +206,7 @@ def _derive(kernel: str, params: Dict[str, Any], outs: Dict[str, Any], tensors: 
     for param, name, axis in c.sizes:
         x = outs.get(name) if name in outs else tensors.get(name)
         shape = getattr(x, "shape", None)
-        if param not in params and shape is not None and axis < len(shape):
+        if param not in params and shape is not None and -len(shape) <= axis < len(shape):
             params[param] = int(shape[axis])
     for name, switch in c.switches.items():
         if switch not in params:

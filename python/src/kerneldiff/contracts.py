@@ -119,7 +119,11 @@ def _int_param(params: Mapping[str, Any], key: str) -> int:
 def _dim(kernel: str, out: str, axis: int, d: Mapping[str, Any], params: Mapping[str, Any],
          shapes: Mapping[str, Tuple[int, ...]]) -> int:
     """One output dimension as contracts.json states it: {"param": K},
-    {"input": name, "axis": i} or {"value": n}."""
+    {"input": name, "axis": i} or {"value": n}, times the param "times"
+    when it is given."""
+    if "times" in d:
+        n = _dim(kernel, out, axis, {k: v for k, v in d.items() if k != "times"}, params, shapes)
+        return n * _int_param(params, d["times"]) if d["times"] in params else n
     if "param" in d:
         return _int_param(params, d["param"])
     if "input" in d:
@@ -153,7 +157,13 @@ def _outputs_of(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any], Mapping
                 outs.append(OutputSpec(o["name"], o["dtype"], tuple(s), inout=True))
                 continue
             shape = tuple(_dim(kernel, o["name"], i, d, params, shapes) for i, d in enumerate(o.get("shape", ())))
-            outs.append(OutputSpec(o["name"], o["dtype"], shape))
+            dtype = o["dtype"]
+            by = o.get("dtype_by")
+            if by and by in params:
+                dtype = (o.get("dtype_of") or {}).get(params[by])
+                if dtype is None:
+                    raise ValueError(f"{kernel}: output {o['name']}: params {by!r} must be one of {sorted(o.get('dtype_of') or {})}, got {params[by]!r}")
+            outs.append(OutputSpec(o["name"], dtype, shape))
         return outs
 
     return outputs
