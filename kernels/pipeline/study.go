@@ -1,9 +1,13 @@
 // `difftest study needle` (docs/pipeline.md): the seed story's isolation
-// table done right. FP8 and BF16 keys side by side on identical inputs,
-// through the whole pipeline on the implementation under test, each stage
-// checked, with the needle's fate and the recall of the exact top-K per
-// store; next to them, labelled as noise, the Jaccard overlap of two
-// selections from separately drawn scores (what the seed story measured).
+// table done right. FP8, BF16 and FP4 keys side by side on identical
+// inputs (FP8 and BF16 through the whole pipeline on the implementation
+// under test, each stage checked; FP4's stage 1 on it and checked, its
+// logits scored by the study), Gaussian keys and keys with outlier
+// channels, the needle planted at margins down to 0.05σ, with the
+// needle's fate and the recall of the exact top-K per store and the
+// smallest margin at which each store keeps the needle; next to them,
+// labelled as noise, the Jaccard overlap of two selections from
+// separately drawn scores (what the seed story measured).
 
 package pipeline
 
