@@ -54,7 +54,7 @@ func listFlag[T any](s string, parse func(string) (T, error)) ([]T, error) {
 // 2 for bad usage, 125 when the implementation cannot run here.
 func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "needle" {
-		fmt.Fprintln(stderr, "usage: difftest study needle [--impl IMPL] [--lengths LIST] [--margin LIST] [--seed N] [--json FILE] [--svg FILE]")
+		fmt.Fprintln(stderr, "usage: difftest study needle [--impl IMPL] [--lengths LIST] [--margin LIST] [--keys LIST] [--seed N] [--json FILE] [--svg FILE]")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return difftest.ExitPass
 		}
@@ -64,7 +64,10 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	impl := fs.String("impl", "reference", "implementation: reference, mutant:NAME, exec:CMD, serve:CMD, cuda, emu")
 	lengths := fs.String("lengths", joinInts(pipeline.DefaultStudyLengths), "comma-separated sequence lengths S")
-	margins := fs.String("margin", joinFloats(pipeline.DefaultStudyMargins), "comma-separated needle margins (standard deviations above the K-th exact logit)")
+	margins := fs.String("margin", pipeline.JoinFloats(pipeline.DefaultStudyMargins), "comma-separated needle margins (standard deviations above the K-th exact logit)")
+	keysFlag := fs.String("keys", strings.Join(pipeline.DefaultStudyKeys, ","), "comma-separated key distributions: gaussian, outlier")
+	outliers := fs.Int("outliers", pipeline.DefaultOutliers, "outlier channels per token (--keys outlier), in [1, 64]")
+	outScale := fs.Float64("outlier-scale", pipeline.DefaultOutlierScale, "outlier magnitude in units of the other channels' N(0,1) (--keys outlier), in [1, 1000]")
 	seed := fs.Uint64("seed", 1, "seed of the inputs")
 	k := fs.Int("K", 512, "top-k (512: the seed story's selection)")
 	heads := fs.Int("H", 16, "indexer heads")
@@ -101,8 +104,18 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "study needle: --margin: %v\n", err)
 		return difftest.ExitUsage
 	}
+	ks, err := listFlag(*keysFlag, func(s string) (string, error) {
+		if s != pipeline.KeysGaussian && s != pipeline.KeysOutlier {
+			return "", fmt.Errorf("%q: must be %s or %s", s, pipeline.KeysGaussian, pipeline.KeysOutlier)
+		}
+		return s, nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "study needle: --keys: %v\n", err)
+		return difftest.ExitUsage
+	}
 	if err := checkStudyFlags(studyFlags{K: *k, H: *heads, P: *page, Device: *device, Timeout: *timeout, Seed: *seed,
-		Lengths: ls, Margins: ms, JSON: *jsonOut, SVG: *svgOut, Fatbin: *fatbin}); err != nil {
+		Lengths: ls, Margins: ms, Keys: ks, Outliers: *outliers, OutlierScale: *outScale, JSON: *jsonOut, SVG: *svgOut, Fatbin: *fatbin}); err != nil {
 		fmt.Fprintf(stderr, "study needle: %v\n", err)
 		return difftest.ExitUsage
 	}
@@ -117,7 +130,7 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return difftest.ExitUsage
 	}
 	defer im.Close()
-	rows, err := pipeline.RunStudy(ctx, pipeline.StudyConfig{Impl: im, Lengths: ls, Margins: ms, Seed: *seed, K: *k, H: *heads, P: *page, Timeout: *timeout})
+	rows, err := pipeline.RunStudy(ctx, pipeline.StudyConfig{Impl: im, Lengths: ls, Margins: ms, Keys: ks, Outliers: *outliers, OutlierScale: *outScale, Seed: *seed, K: *k, H: *heads, P: *page, Timeout: *timeout})
 	if err != nil {
 		fmt.Fprintf(stderr, "study needle: %v\n", err)
 		var pe *pipeline.StudyParamError
@@ -126,7 +139,7 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return difftest.ExitUntestable
 	}
-	if err := pipeline.WriteStudyTable(stdout, rows, im.Name(), *seed); err != nil {
+	if err := pipeline.WriteStudyTable(stdout, rows, im.Name(), *seed, *outliers, *outScale); err != nil {
 		return difftest.ExitUntestable
 	}
 	write := func(path string, f func(io.Writer) error) bool {
@@ -154,7 +167,7 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return difftest.ExitUntestable
 	}
 	for _, r := range rows {
-		if r.FP8.Verdict != string(difftest.VerdictPass) || r.BF16.Verdict != string(difftest.VerdictPass) {
+		if r.FP8.Verdict != string(difftest.VerdictPass) || r.BF16.Verdict != string(difftest.VerdictPass) || r.FP4.Verdict != string(difftest.VerdictPass) {
 			return difftest.ExitFail
 		}
 	}
@@ -165,14 +178,6 @@ func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
 		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-func joinFloats(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	return strings.Join(s, ",")
 }

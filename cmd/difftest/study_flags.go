@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 	"github.com/kerneldiff/kerneldiff/kernels/pipeline"
 )
 
@@ -17,6 +16,9 @@ type studyFlags struct {
 	Seed            uint64
 	Lengths         []int
 	Margins         []float64
+	Keys            []string
+	Outliers        int
+	OutlierScale    float64
 	JSON, SVG       string
 	Fatbin          string
 }
@@ -24,8 +26,8 @@ type studyFlags struct {
 // checkStudyFlags reports the first flag of the study that cannot work, as
 // a usage error before any case runs: K, H and P outside the pipeline's
 // ranges (Params.Check), a negative --device or --timeout, a case the
-// lengths and margins make that the pipeline refuses (CheckSpec, for
-// every length and margin), and a --json or --svg that cannot be written
+// lengths, margins, key distributions and outlier settings make that the
+// pipeline refuses (CheckSpec, for every one of them), and a --json or --svg that cannot be written
 // (a folder, a FIFO or device, a missing folder, the --fatbin input, or
 // both naming one file).
 func checkStudyFlags(f studyFlags) error {
@@ -41,12 +43,12 @@ func checkStudyFlags(f studyFlags) error {
 	case f.Timeout < 0:
 		return fmt.Errorf("--timeout %v: must be ≥ 0 (0 = no time-out)", f.Timeout)
 	}
-	for _, m := range f.Margins {
-		for _, S := range f.Lengths {
-			spec := difftest.CaseSpec{Kernel: pipeline.KernelName, Family: "needle", Name: fmt.Sprintf("study/needle/S=%d/margin=%g", S, m), Params: map[string]any{
-				"lengths": []any{int64(S)}, "preset": normrope.PresetV4, "K": int64(f.K), "H": int64(f.H), "P": int64(f.P), "margin": m}}
-			if err := pipeline.CheckSpec(spec); err != nil {
-				return err
+	for _, kd := range f.Keys {
+		for _, m := range f.Margins {
+			for _, S := range f.Lengths {
+				if err := pipeline.CheckSpec(pipeline.StudySpec(kd, S, m, f.K, f.H, f.P, f.Outliers, f.OutlierScale)); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -27,6 +27,20 @@ const (
 	streamQuery   = 2
 	streamWeights = 3
 	streamTable   = 4
+	streamOutlier = 5 // keys = "outlier": the channels, their signs and per-token factors
+)
+
+// Key distributions of the tokens (param keys).
+const (
+	KeysGaussian = "gaussian"
+	KeysOutlier  = "outlier"
+)
+
+// Defaults of the outlier key distribution: DefaultOutliers channels at
+// DefaultOutlierScale times the other channels' N(0,1).
+const (
+	DefaultOutliers     = 4
+	DefaultOutlierScale = 30.0
 )
 
 // poolSize is the number of Gaussian vectors the tokens are drawn from.
@@ -45,11 +59,24 @@ const poolSize = 4096
 //	margin   float, default 3: the needle's exact logit above the K-th largest
 //	         other exact logit of its row, in standard deviations of the
 //	         row's exact logits (in [−10, 50])
+//	exact_margin bool, default false: when the row's own token already
+//	         scores above the margin, turn it away from the weighted query
+//	         until it sits at the margin (false: the token is kept)
+//	keys     string, default "gaussian": the token distribution, gaussian
+//	         or outlier (below)
+//	outliers int, default 4: outlier channels, in [1, 64] (keys = outlier)
+//	outlier_scale float, default 30: their magnitude in units of the other
+//	         channels' N(0,1), in [1, 1000] (keys = outlier)
 //
 // Tokens: 128 bf16 values per position, each a vector of a pool of 4096
 // N(0,1) vectors with a random sign per dim; RoPE position = the token's
 // position in its row; norm weights 1 + 0.25·N(0,1) (RMSNorm, no bias);
-// every row its own pages, shuffled. Queries N(0,1) (q_exact), weights
+// every row its own pages, shuffled. keys = "outlier" then overwrites, in
+// every token, `outliers` channels drawn once per case (stream 5, among
+// dims [0, 64), which the v4 layout does not rotate) with s_c·M·(1 + 0.05·g): M = outlier_scale, s_c a sign fixed
+// per channel, g ~ N(0,1) per token, as real activations carry a few
+// channels tens of times larger than the rest (the other channels and
+// every other draw are those of the Gaussian case). Queries N(0,1) (q_exact), weights
 // N(0,1)/√H with about 1 in 8 zero (weights_exact); the stage-2 q is
 // their e4m3fn quantisation per head with the scale folded into the
 // weight (FP8), or their bf16 rounding (BF16). The needle: the row's
@@ -58,7 +85,11 @@ const poolSize = 4096
 // (found by bisection on the exact key of the bf16 token; Params.Margins
 // records the margin reached, below the one asked when even the full
 // turn cannot reach it, above it when the row's own token already
-// scores higher: that token is kept).
+// scores higher: that token is kept unless exact_margin turns it away,
+// α < 0). With outlier keys the needle keeps its token's outlier
+// channels and the norm of the others: only their direction turns, and
+// v is the gradient of the exact logit at the own key, Σ_h w_h·[q_h·z >
+// 0]·q_h (the outlier channels decide which heads' ReLU passes).
 func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	g, err := plan(spec)
 	if err != nil {
@@ -84,6 +115,10 @@ type gen struct {
 	lengths []int
 	needle  bool
 	margin  float64
+	exact   bool
+	keys    string
+	nOut    int
+	outMag  float64
 }
 
 func plan(spec difftest.CaseSpec) (*gen, error) {
@@ -104,6 +139,10 @@ func plan(spec difftest.CaseSpec) (*gen, error) {
 	g.PageSize = pr.Int("P", 64)
 	g.needle = pr.Bool("needle", true)
 	g.margin = pr.Float("margin", 3)
+	g.exact = pr.Bool("exact_margin", false)
+	g.keys = pr.String("keys", KeysGaussian, KeysGaussian, KeysOutlier)
+	g.nOut = pr.Int("outliers", DefaultOutliers)
+	g.outMag = pr.Float("outlier_scale", DefaultOutlierScale)
 	if err := pr.Err(); err != nil {
 		return nil, err
 	}
@@ -126,6 +165,12 @@ func plan(spec difftest.CaseSpec) (*gen, error) {
 	}
 	if math.IsNaN(g.margin) || g.margin < -10 || g.margin > 50 {
 		return bad("margin", "must be in [−10, 50] standard deviations, got %g", g.margin)
+	}
+	if g.nOut < 1 || g.nOut > 64 {
+		return bad("outliers", "must be in [1, 64] channels, got %d", g.nOut)
+	}
+	if math.IsNaN(g.outMag) || g.outMag < 1 || g.outMag > 1000 {
+		return bad("outlier_scale", "must be in [1, 1000] (times the other channels' N(0,1)), got %g", g.outMag)
 	}
 	// Checked before anything is sized from batch (a batch of 2^40 must
 	// be refused, not allocated).
@@ -220,6 +265,9 @@ func (g *gen) draw(id string, key uint64) (*difftest.Case, error) {
 			t++
 		}
 	}
+	if g.keys == KeysOutlier {
+		g.outliers(key, x)
+	}
 	// Queries and weights, exact and as stage 2 takes them.
 	for b := 0; b < p.Batch; b++ {
 		qs := rng.NewStream(key, streamQuery, uint64(b)<<32)
@@ -239,7 +287,7 @@ func (g *gen) draw(id string, key uint64) (*difftest.Case, error) {
 		Inputs: []*difftest.Tensor{x, w, bias, ft, pos, loc, nil, nil, lens, table, qExact, wExact}}
 	c.Inputs[6], c.Inputs[7] = quantise(p, qExact, wExact)
 	if g.needle {
-		if err := g.plant(c); err != nil {
+		if err := g.plant(c, key); err != nil {
 			return nil, err
 		}
 	}
@@ -329,8 +377,12 @@ func logitOf(qs [][normrope.Dim]float64, w *difftest.Tensor, b, H int, z *[normr
 
 // plant replaces the token at S_b/3 of each row by a needle (see NewCase)
 // and records the needles and the margins reached.
-func (g *gen) plant(c *difftest.Case) error {
+func (g *gen) plant(c *difftest.Case, key uint64) error {
 	p := &g.Params
+	var chans []int
+	if g.keys == KeysOutlier {
+		chans, _ = g.outlierChannels(key)
+	}
 	s1, err := stage1(c)
 	if err != nil {
 		return err
@@ -360,12 +412,40 @@ func (g *gen) plant(c *difftest.Case) error {
 			}
 		}
 		zo := z[t0+ns]
+		if len(chans) > 0 {
+			// Outlier keys: the outlier channels decide which heads'
+			// ReLU passes, so v is the gradient of the exact logit at
+			// the row's best-scoring key z*, Σ_h w_h·[q_h·z* > 0]·q_h.
+			best := 0
+			for s := range exact[b] {
+				if s != ns && (best == ns || exact[b][s] > exact[b][best]) {
+					best = s
+				}
+			}
+			zb := z[t0+best]
+			v = [normrope.Dim]float64{}
+			for h := range qs {
+				var dot float64
+				for d := range qs[h] {
+					dot += qs[h][d] * zb[d]
+				}
+				if dot > 0 {
+					for d := range qs[h] {
+						v[d] += float64(we.F32(b*H+h)) * qs[h][d]
+					}
+				}
+			}
+		}
 		cs := make([]float32, normrope.RopeDim)
 		for k := range cs {
 			cs[k] = freqs.F32(ns*normrope.RopeDim + k)
 		}
+		var orig [normrope.Dim]uint16
+		for d := range orig {
+			orig[d] = x.U16((t0+ns)*normrope.Dim + d)
+		}
 		try := func(alpha float64) ([normrope.Dim]uint16, float64, error) {
-			tok := needleToken(&zo, &v, alpha, w, cs)
+			tok := needleToken(&zo, &v, alpha, w, cs, &orig, chans)
 			zk, err := keyOf(tok, w, cs, p.PageSize, p.Preset)
 			if err != nil {
 				return tok, 0, err
@@ -377,7 +457,23 @@ func (g *gen) plant(c *difftest.Case) error {
 		if err != nil {
 			return err
 		}
-		if f > target {
+		if g.exact && f > target {
+			// The own token may already score above the margin: then
+			// bisect on [−1, 0], turning it away from v.
+			t0k, f0, err := try(0)
+			if err != nil {
+				return err
+			}
+			if f0 > target {
+				lo, hi, tok, f = -1, 0, t0k, f0
+				if _, fl, err := try(lo); err != nil {
+					return err
+				} else if fl >= target {
+					lo = hi // even the turn away stays above: keep the token
+				}
+			}
+		}
+		if f > target && lo < hi {
 			for it := 0; it < 32; it++ { // α to 2^-32
 				mid := (lo + hi) / 2
 				tm, fm, err := try(mid)
@@ -431,7 +527,10 @@ func threshold(vs []float64, K int) (thr, sigma float64) {
 // mapped back through the Hadamard transform (its own inverse), the
 // inverse RoPE rotation of the v4 layout (interleaved pairs on dims
 // [64, 128)) and the norm weights; RMSNorm makes the token's scale free.
-func needleToken(zo, v *[normrope.Dim]float64, alpha float64, w *difftest.Tensor, cs []float32) [normrope.Dim]uint16 {
+// With outlier channels (chans), the token keeps orig's values there and
+// the other channels are scaled to orig's norm over them: only their
+// direction turns.
+func needleToken(zo, v *[normrope.Dim]float64, alpha float64, w *difftest.Tensor, cs []float32, orig *[normrope.Dim]uint16, chans []int) [normrope.Dim]uint16 {
 	nz, nv := norm(zo), norm(v)
 	var y [normrope.Dim]float64
 	for i := range y {
@@ -444,13 +543,40 @@ func needleToken(zo, v *[normrope.Dim]float64, alpha float64, w *difftest.Tensor
 		a, b := y[ia], y[ib]
 		y[ia], y[ib] = a*c+b*s, -a*s+b*c
 	}
-	var tok [normrope.Dim]uint16
+	var tv [normrope.Dim]float64
 	for i := range y {
 		wi := float64(w.F32(i))
 		if math.Abs(wi) < 1e-3 {
 			wi = math.Copysign(1e-3, wi)
 		}
-		tok[i] = numeric.BF16FromF64(y[i] / wi)
+		tv[i] = y[i] / wi
+	}
+	if len(chans) > 0 {
+		out := map[int]bool{}
+		for _, c := range chans {
+			out[c] = true
+		}
+		var nNew, nOld float64
+		for i := range tv {
+			if !out[i] {
+				o := numeric.BF16ToF64(orig[i])
+				nNew, nOld = nNew+tv[i]*tv[i], nOld+o*o
+			}
+		}
+		f := 0.0
+		if nNew > 0 {
+			f = math.Sqrt(nOld / nNew)
+		}
+		for i := range tv {
+			tv[i] *= f
+		}
+		for _, c := range chans {
+			tv[c] = numeric.BF16ToF64(orig[c])
+		}
+	}
+	var tok [normrope.Dim]uint16
+	for i := range tv {
+		tok[i] = numeric.BF16FromF64(tv[i])
 	}
 	return tok
 }
@@ -507,4 +633,37 @@ func keyOf(tok [normrope.Dim]uint16, w *difftest.Tensor, cs []float32, P int, pr
 		return [normrope.Dim]float64{}, err
 	}
 	return z[0], nil
+}
+
+// outlierChannels returns the case's outlier channels (sorted) and their
+// signs (±1), drawn once per case from stream streamOutlier.
+func (g *gen) outlierChannels(key uint64) ([]int, []float64) {
+	st := rng.NewStream(key, streamOutlier, 0)
+	ch := st.Perm(normrope.Dim - normrope.RopeDim)[:g.nOut] // dims [0, 64): the v4 layout rotates [64, 128)
+	sort.Ints(ch)
+	sg := make([]float64, len(ch))
+	for i := range sg {
+		sg[i] = 1
+		if st.Uint32()&1 == 1 {
+			sg[i] = -1
+		}
+	}
+	return ch, sg
+}
+
+// outliers overwrites the outlier channels of every token of x with
+// s_c·M·(1 + 0.05·g) (see NewCase), g drawn per token from stream
+// streamOutlier, block 1 + row.
+func (g *gen) outliers(key uint64, x *difftest.Tensor) {
+	ch, sg := g.outlierChannels(key)
+	t := 0
+	for b, L := range g.lengths {
+		st := rng.NewStream(key, streamOutlier, uint64(b+1)<<32)
+		for s := 0; s < L; s++ {
+			for i, c := range ch {
+				x.SetU16(t*normrope.Dim+c, numeric.BF16FromF64(sg[i]*g.outMag*(1+0.05*st.Normal())))
+			}
+			t++
+		}
+	}
 }

@@ -227,6 +227,10 @@ func (Kernel) DescribeFamilies() []difftest.FamilyInfo {
 			{Name: "P", Doc: "int, default 64: page size, a power of two in [1, 1024]"},
 			{Name: "needle", Doc: "bool, default true: plant a needle at S/3 of each row"},
 			{Name: "margin", Doc: "float, default 3: the needle's exact logit above the K-th largest other, in the row's standard deviations"},
+			{Name: "exact_margin", Doc: "bool, default false: turn a row's own token away from the query when it already scores above the margin (false: keep it)"},
+			{Name: "keys", Doc: `string, default "gaussian": token distribution, gaussian or outlier (outlier channels in dims [0, 64), the same in every token)`},
+			{Name: "outliers", Doc: "int, default 4: outlier channels (keys = outlier), in [1, 64]"},
+			{Name: "outlier_scale", Doc: "float, default 30: outlier magnitude in units of the other channels' N(0,1) (keys = outlier), in [1, 1000]"},
 		},
 	}}
 }

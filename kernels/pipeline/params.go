@@ -92,7 +92,7 @@ const (
 func (p Params) Check() error {
 	switch {
 	case p.Preset != normrope.PresetV4 && p.Preset != normrope.PresetV4BF16:
-		return difftest.Inputf("preset", nil, "must be %q (FP8 keys) or %q (BF16 keys), got %q (the needle is planted through RMSNorm)", normrope.PresetV4, normrope.PresetV4BF16, p.Preset)
+		return difftest.Inputf("preset", nil, "must be %q (FP8 keys) or %q (BF16 keys), got %q (the needle is planted through RMSNorm; FP4 keys, %q, wait for indexer_logits over FP4 keys: the needle study scores them itself, docs/pipeline.md)", normrope.PresetV4, normrope.PresetV4BF16, p.Preset, normrope.PresetV4FP4)
 	case p.K < 1 || p.K > MaxK:
 		return difftest.Inputf("K", nil, "must be in [1, %d], got %d", MaxK, p.K)
 	case p.Heads < 1 || p.Heads > MaxHeads:
