@@ -27,10 +27,11 @@ kernel) is built with g++ in three steps, all in a temporary directory
     (ld --defsym), as all of a kernel's extern __shared__ arrays share one
     address on the device. C++ runtime thread-locals (names in std:: or
     __gnu_cxx::, or starting with two underscores) are left to the C++
-    library. An extern __shared__ array of internal linkage (in an
-    unnamed namespace) also makes g++ call __tls_init, the translation
-    unit's thread-local initialiser, which it does not define when nothing
-    needs one: that call is linked to host_emu.h's empty one.
+    library. g++ may call an extern thread_local's initialiser (_ZTH...,
+    weak) unguarded, and for one of internal linkage (in an unnamed
+    namespace) the translation unit's, __tls_init, which it does not define
+    when nothing needs one: those calls are linked to host_emu.h's empty
+    initialiser.
 
 With -c, step 3 stops at the object file (OUT). Exit status: g++'s, or 2
 for a usage error.
@@ -297,6 +298,12 @@ def extern_shared(obj):
         sym = parts[4] if len(parts) > 4 else ""
         if sym in undefined and not sym.startswith(("_ZSt", "_ZNSt", "_ZNKSt", "_ZN9__gnu_cxx", "__", "_ZTH", "_ZTW")):
             names.add(sym)
+    for name in list(names):
+        # The thread-local initialiser g++ may call for an extern
+        # thread_local: weak, but called unguarded from a PIE.
+        init = "_ZTH" + (name[2:] if name.startswith("_Z") else f"{len(name)}{name}")
+        if init in undefined:
+            names.add(init)
     if "__tls_init" in undefined:
         names.add("__tls_init")
     return sorted(names)
@@ -363,9 +370,10 @@ def main(argv):
         defsyms = []
         for o in objs:
             for name in extern_shared(o):
-                target = "kd_emu_no_tls_init" if name == "__tls_init" else "kd_emu_dynamic_smem"
+                init = name == "__tls_init" or name.startswith("_ZTH")
+                target = "kd_emu_no_tls_init" if init else "kd_emu_dynamic_smem"
                 defsyms.append(f"-Wl,--defsym={name}={target}")
-        r = subprocess.run([cxx, *flags, *objs, "-o", out, *sorted(set(defsyms))])
+        r = subprocess.run([cxx, *objs, "-o", out, *flags, *sorted(set(defsyms))])
         return r.returncode
     finally:
         if keep is None:
