@@ -91,7 +91,10 @@ __global__ void k_partial_block(int *out)
     atomicAdd(&sum, static_cast<int>(threadIdx.x));
     __syncthreads();
     if (threadIdx.x == 0) out[0] = sum;
-    if (threadIdx.x >= 32) out[1] = __reduce_add_sync(0xffu, threadIdx.x & 31); /* lanes 0..7 of warp 1 */
+    if (threadIdx.x >= 32) {
+        const unsigned r = __reduce_add_sync(0xffu, threadIdx.x & 31); /* lanes 0..7 of warp 1 */
+        if (threadIdx.x == 32) out[1] = static_cast<int>(r);
+    }
 }
 
 void test_partial_block()
