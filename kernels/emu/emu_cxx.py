@@ -13,7 +13,8 @@ kernel) is built with g++ in three steps, all in a temporary directory
     host_emu.h finds cuda_fp16.h, cuda_bf16.h, cuda_fp8.h,
     cuda_runtime.h and <nv/target>.
  2. PTX asm translation: every asm statement outside the system headers
-    is looked up in TABLE below (its template with whitespace collapsed,
+    (and outside host_emu.h, whose x86-64 fiber switch is asm) is looked
+    up in TABLE below (its template with whitespace collapsed,
     and its operands' constraints) and replaced by the C++ the table gives,
     calls into emu::ptx. A statement the table does not know is replaced
     by a call to emu::ptx::refuse, which aborts the kernel when it runs,
@@ -240,7 +241,7 @@ def rewrite(text, warn):
         if c.isalpha() or c == "_":
             m = re.compile(r"\w+").match(text, i)
             word = m.group(0)
-            if _ASM.fullmatch(word) and not src.where(i)[2]:
+            if _ASM.fullmatch(word) and not src.where(i)[2] and not src.where(i)[0].endswith("host_emu.h"):
                 j = m.end()
                 quals = False
                 while (q := _QUALS.match(text, j)) is not None:

@@ -1,5 +1,5 @@
 /* host_emu.h: run CUDA C++ kernels on the CPU to test their logic on
- * machines without a GPU. Each CUDA thread is a fiber (ucontext) with its
+ * machines without a GPU. Each CUDA thread is a fiber with its
  * own stack; one OS thread runs the fibers of a block cooperatively,
  * switching only at barriers and warp collectives, so runs of one block
  * are reproducible. The blocks of a grid are spread over the cores
@@ -204,6 +204,48 @@ inline thread_local dim3 blockDim;
 inline thread_local dim3 gridDim;
 constexpr int warpSize = 32;
 
+/* Fiber switches. With the race checker, or off x86-64, ucontext
+ * (swapcontext saves and restores the signal mask: a system call per
+ * switch). Otherwise kd_emu_switch: it saves the callee-saved registers,
+ * MXCSR and the x87 control word on the current stack, stores the stack
+ * pointer in *save and resumes the fiber whose stack pointer is load, as
+ * a function return; no system call (System V x86-64 ABI: rbx, rbp,
+ * r12-r15, MXCSR control bits and the x87 control word are callee-saved). */
+#if KD_EMU_RACE || !defined(__x86_64__)
+#define KD_EMU_FAST_SWITCH 0
+#else
+#define KD_EMU_FAST_SWITCH 1
+extern "C" void kd_emu_switch(void **save, void *load);
+__asm__(".pushsection .text.kd_emu_switch,\"axG\",@progbits,kd_emu_switch,comdat\n"
+        ".weak kd_emu_switch\n"
+        ".hidden kd_emu_switch\n"
+        ".type kd_emu_switch,@function\n"
+        "kd_emu_switch:\n"
+        "  pushq %rbp\n"
+        "  pushq %rbx\n"
+        "  pushq %r12\n"
+        "  pushq %r13\n"
+        "  pushq %r14\n"
+        "  pushq %r15\n"
+        "  subq $8, %rsp\n"
+        "  stmxcsr (%rsp)\n"
+        "  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n"
+        "  fldcw 4(%rsp)\n"
+        "  addq $8, %rsp\n"
+        "  popq %r15\n"
+        "  popq %r14\n"
+        "  popq %r13\n"
+        "  popq %r12\n"
+        "  popq %rbx\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size kd_emu_switch, .-kd_emu_switch\n"
+        ".popsection\n");
+#endif
+
 namespace emu {
 
 /* The dynamic shared memory of a block: 227 KiB, the largest opt-in of
@@ -306,7 +348,11 @@ struct Trap {};
 }
 
 struct Fiber {
+#if KD_EMU_FAST_SWITCH
+    void *sp = nullptr; /* saved stack pointer (kd_emu_switch) */
+#else
     ucontext_t ctx;
+#endif
     unsigned tid = 0; /* linear: x + y * blockDim.x + z * blockDim.x * blockDim.y */
     uint3 idx{};      /* threadIdx */
     bool done = false;
@@ -329,7 +375,11 @@ struct Barrier {
 struct Block {
     std::vector<Fiber> fibers;
     char *stacks = nullptr; /* fibers.size() stacks of kStack bytes */
+#if KD_EMU_FAST_SWITCH
+    void *sched_sp = nullptr;
+#else
     ucontext_t sched;
+#endif
     std::deque<Fiber *> ready;
     Fiber *current = nullptr;
     Barrier block_bar;
@@ -364,7 +414,11 @@ inline void release(Barrier &b)
 KD_EMU_SWITCHES inline void yield()
 {
     race::switch_to(cur->sched_race, false);
+#if KD_EMU_FAST_SWITCH
+    kd_emu_switch(&cur->current->sp, cur->sched_sp);
+#else
     swapcontext(&cur->current->ctx, &cur->sched);
+#endif
 }
 
 /* wait blocks until every live thread the barrier counts has arrived;
@@ -538,6 +592,11 @@ KD_EMU_SWITCHES inline void fiber_main()
     }
     race::release(&b->done_sync);
     race::switch_to(b->sched_race, false);
+#if KD_EMU_FAST_SWITCH
+    void *dead;
+    kd_emu_switch(&dead, b->sched_sp); /* never resumed */
+    std::abort();
+#endif
     /* returning resumes uc_link, the scheduler */
 }
 
@@ -551,6 +610,27 @@ inline std::vector<void *> &race_fibers(unsigned n)
     return pool;
 }
 
+#if KD_EMU_FAST_SWITCH
+/* init_fiber lays out the top of f's stack as kd_emu_switch leaves a
+ * suspended one, returning into fiber_main with the stack aligned as
+ * after a call (rsp + 8 a multiple of 16), the caller's MXCSR and x87
+ * control word, and zeroed callee-saved registers. */
+inline void init_fiber(Fiber &f, char *stack, size_t size)
+{
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + size) & ~uintptr_t{15};
+    void **sp = reinterpret_cast<void **>(top - 16); /* return address at a multiple of 16 */
+    sp[1] = nullptr;
+    sp[0] = reinterpret_cast<void *>(&fiber_main);
+    for (int r = 0; r < 6; ++r) *--sp = nullptr; /* rbp, rbx, r12-r15 */
+    uint32_t csr[2] = {__builtin_ia32_stmxcsr(), 0};
+    uint16_t cw;
+    __asm__ volatile("fnstcw %0" : "=m"(cw));
+    csr[1] = cw;
+    --sp;
+    std::memcpy(sp, csr, 8);
+    f.sp = sp;
+}
+#else
 /* init_fiber prepares f to start fiber_main on the given stack. Kept out
  * of line: getcontext returns twice, which must not touch launch's locals. */
 [[gnu::noinline]] inline void init_fiber(Fiber &f, char *stack, size_t size, ucontext_t *link)
@@ -561,6 +641,7 @@ inline std::vector<void *> &race_fibers(unsigned n)
     f.ctx.uc_link = link;
     makecontext(&f.ctx, fiber_main, 0);
 }
+#endif
 
 constexpr size_t kStack = (KD_EMU_RACE ? 512 : 128) * 1024;
 
@@ -638,7 +719,11 @@ inline void run_block(Block &blk, unsigned long long b, dim3 grid, dim3 block, s
         f.tid = t;
         f.idx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
         f.done = false;
+#if KD_EMU_FAST_SWITCH
+        init_fiber(f, blk.stacks + t * kStack, kStack);
+#else
         init_fiber(f, blk.stacks + t * kStack, kStack, &blk.sched);
+#endif
         blk.ready.push_back(&f);
     }
     blockIdx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
@@ -652,7 +737,11 @@ inline void run_block(Block &blk, unsigned long long b, dim3 grid, dim3 block, s
         blk.current = f;
         threadIdx = f->idx;
         race::switch_to(f->race, true);
+#if KD_EMU_FAST_SWITCH
+        kd_emu_switch(&blk.sched_sp, f->sp);
+#else
         swapcontext(&blk.sched, &f->ctx);
+#endif
     }
     race::acquire(&blk.done_sync); /* the block's accesses before the next block's, and the host's */
     for (unsigned t = 0; t < n; ++t) {
