@@ -772,7 +772,8 @@ inline unsigned workers()
 /* launch runs body as a grid of blocks, with smem bytes of dynamic shared
  * memory per block, and returns how many threads trapped. A launch the
  * device would refuse aborts with a message naming the rule. Blocks run
- * on workers() OS threads, each taking the next block not yet started. */
+ * on workers() OS threads (the launching thread and workers() - 1 more),
+ * each taking the next block not yet started. */
 inline int launch(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body)
 {
     if (const char *why = launch_error(grid, block, smem)) {
@@ -784,9 +785,10 @@ inline int launch(dim3 grid, dim3 block, size_t smem, const std::function<void()
     const unsigned n = block.x * block.y * block.z;
     const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
     race::Hidden hidden; /* the scheduler's own state; host code runs before and after */
-    std::atomic<unsigned long long> next{0};
+    std::atomic<unsigned long long> next{1};
     std::atomic<int> traps{0};
-    auto work = [&] {
+    /* work runs block `first` (none: ~0), then the next blocks not taken. */
+    auto work = [&](unsigned long long first) {
         Block blk;
         blk.sched_race = race::current_fiber();
         blk.body = &body;
@@ -796,20 +798,23 @@ inline int launch(dim3 grid, dim3 block, size_t smem, const std::function<void()
         std::vector<void *> &rf = race_fibers(n);
         for (unsigned t = 0; t < n; ++t) blk.fibers[t].race = rf[t];
 #endif
-        for (unsigned long long b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+        for (unsigned long long b = first; b < blocks || (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;
+             b = ~0ull) {
             run_block(blk, b, grid, block, smem);
             traps.fetch_add(blk.traps, std::memory_order_relaxed);
         }
         give_stacks(blk.stacks);
     };
     const unsigned long long w = std::min<unsigned long long>(workers(), blocks);
-    if (w <= 1) {
-        work();
-    } else {
-        std::vector<std::thread> pool;
-        for (unsigned long long i = 0; i < w; ++i) pool.emplace_back(work);
-        for (std::thread &t : pool) t.join();
-    }
+    /* The launching thread is one of the workers and always runs block 0,
+     * so a fault there (a stray access, SIGSEGV) is raised on the caller's
+     * thread, as with one worker: a Go caller's runtime then names the
+     * signal (on a thread it does not know, the process dies of the signal
+     * alone). */
+    std::vector<std::thread> pool;
+    for (unsigned long long i = 1; i < w; ++i) pool.emplace_back(work, ~0ull);
+    work(0);
+    for (std::thread &t : pool) t.join();
     return traps.load();
 }
 
