@@ -1,7 +1,7 @@
 /* topk_v1_emu: SGLang 0.5.23's DSv4 top-k kernel (sglang/kernels/jit/csrc/
  * deepseek_v4/topk_v1.cuh, its radix select in sgl_kernel/dsa/
  * legacy_radix_topk.cuh), read in place from the pinned wheel and run on
- * the CPU emulator through its own host entry, TopKKernel<false>::transform
+ * the CPU emulator through its own host entry, TopKKernel<kUsePDL>::transform
  * (tvm-ffi TensorViews over DLTensors, its shape checks, its
  * cudaFuncSetAttribute opt-in and cudaLaunchKernelEx launch).
  *
@@ -88,6 +88,7 @@ void report(const std::string &name, bool ok, const std::string &detail)
     if (!ok) ++failures;
 }
 
+template <bool kUsePDL = false>
 void run_case(Case &c)
 {
     std::vector<int32_t> page(c.B * c.K, 0x7eadbeef), raw(c.B * c.K, 0x7eadbeef);
@@ -96,7 +97,7 @@ void run_case(Case &c)
     View pt(c.page_table.data(), kI32, {c.B, c.max_pages});
     View out(page.data(), kI32, {c.B, c.K});
     View rawv(raw.data(), kI32, {c.B, c.K});
-    sglang::TopKKernel<false>::transform(&scores.t, &seq.t, &pt.t, &out.t, static_cast<uint32_t>(c.P),
+    sglang::TopKKernel<kUsePDL>::transform(&scores.t, &seq.t, &pt.t, &out.t, static_cast<uint32_t>(c.P),
                                          tvm::ffi::Optional<tvm::ffi::TensorView>(tvm::ffi::TensorView(&rawv.t)));
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
@@ -172,6 +173,10 @@ int main()
             for (int64_t i = 0; i < c.stride; ++i) c.scores[b * c.stride + i] = static_cast<float>((i * 37) % 1000);
         c.page_table = pages(c.B, c.max_pages);
         run_case(c);
+        /* The same through the PDL variant: its launch attribute and its
+         * griddepcontrol.wait / launch_dependents (translated PTX). */
+        c.name += ", PDL";
+        run_case<true>(c);
     }
     {
         /* Ties: 20000 equal scores (more than the kernel's stash of 8192)
