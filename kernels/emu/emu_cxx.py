@@ -358,7 +358,11 @@ def main(argv):
             if r.returncode != 0:
                 return r.returncode
             with open(base + ".ii", encoding="utf-8", errors="surrogateescape") as f:
-                text = rewrite(f.read(), lambda m: print(f"emu_cxx: warning: {m}", file=sys.stderr))
+                try:
+                    text = rewrite(f.read(), lambda m: print(f"emu_cxx: warning: {m}", file=sys.stderr))
+                except ValueError as e:
+                    print(f"emu_cxx: {s}: cannot translate its asm: {e}", file=sys.stderr)
+                    return 1
             with open(base + ".emu.ii", "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
             obj = out if compile_only else base + ".o"
