@@ -34,8 +34,8 @@ kernel) is built with g++ in three steps, all in a temporary directory
     when nothing needs one: those calls are linked to host_emu.h's empty
     initialiser.
 
-With -c, step 3 stops at the object file (OUT). Exit status: g++'s, or 2
-for a usage error.
+With -c, step 3 stops at the object file (OUT). Exit status: g++'s, 1 for
+an asm statement it cannot parse, or 2 for a usage error.
 """
 
 import bisect
