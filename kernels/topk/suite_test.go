@@ -10,26 +10,29 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads one of this kernel's suite files with the harness's
+// loadSuite reads this kernel's suite files of one suite, topk.toml then
+// v41_topk16.toml (16-bit scores), with the harness's
 // parser (difftest.ParseSuite: [case.matrix] tables come back expanded,
 // in suite order; unknown keys and duplicates are errors).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	t.Helper()
-	path := filepath.Join("..", "..", "fixtures", "suites", name, "topk.toml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := difftest.ParseSuite(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var specs []difftest.CaseSpec
-	for _, sc := range cases {
-		if sc.Spec.Kernel != KernelName {
-			t.Fatalf("%s: case %q: kernel %q", path, sc.Spec.Name, sc.Spec.Kernel)
+	for _, file := range []string{"topk.toml", "v41_topk16.toml"} {
+		path := filepath.Join("..", "..", "fixtures", "suites", name, file)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		specs = append(specs, sc.Spec)
+		cases, err := difftest.ParseSuite(path, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range cases {
+			if sc.Spec.Kernel != KernelName {
+				t.Fatalf("%s: case %q: kernel %q", path, sc.Spec.Name, sc.Spec.Kernel)
+			}
+			specs = append(specs, sc.Spec)
+		}
 	}
 	return specs
 }
