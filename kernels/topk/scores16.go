@@ -117,3 +117,44 @@ func pastFill16(dtype string, odd bool) uint16 {
 	}
 	return 0x7FC0
 }
+
+// wideBits returns scores[b][i] as f32 bits: the f32 bits themselves, or
+// the exact widening of a bf16 or f16 score (a NaN keeps its sign and
+// payload), so the shrinker and literal entries handle every dtype as
+// f32 bits; narrowBits inverts it.
+func (v *view) wideBits(b, i int) uint32 {
+	x := v.bits(b, i)
+	if v.p.wide16() {
+		return widen16(v.p.ScoreDType, uint16(x))
+	}
+	return x
+}
+
+// widen16 returns the f32 bits of the exact value of a bf16 or f16
+// pattern (NaNs keep sign and payload).
+func widen16(dtype string, x uint16) uint32 {
+	if dtype == ScoreF16 {
+		return math.Float32bits(numeric.F16ToF32(x))
+	}
+	return uint32(x) << 16
+}
+
+// narrowBits converts f32 bits to the 16-bit format: exact for every
+// widen16 result (NaNs included), round to nearest even for other
+// values; a NaN keeps its sign and the top of its payload (never zero).
+func narrowBits(dtype string, x uint32) uint16 {
+	if x&0x7FFFFFFF > 0x7F800000 { // NaN
+		sign, frac := uint16(x>>16)&0x8000, x&0x7FFFFF
+		if dtype == ScoreF16 {
+			if p := uint16(frac >> 13); p != 0 {
+				return sign | 0x7C00 | p
+			}
+			return sign | 0x7C01
+		}
+		if p := uint16(frac >> 16); p != 0 {
+			return sign | 0x7F80 | p
+		}
+		return sign | 0x7F81
+	}
+	return narrow16(dtype, x)
+}

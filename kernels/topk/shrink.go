@@ -54,9 +54,9 @@ func modelOf(c *difftest.Case) (*shrinkModel, error) {
 		row := shrinkRow{pages: make([]int32, v.p.MaxPages)}
 		for i := 0; i < v.p.Stride; i++ {
 			if i < L {
-				row.vals = append(row.vals, v.bits(b, i))
+				row.vals = append(row.vals, v.wideBits(b, i))
 			} else {
-				row.tail = append(row.tail, v.bits(b, i))
+				row.tail = append(row.tail, v.wideBits(b, i))
 			}
 		}
 		for j := range row.pages {
@@ -94,7 +94,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 	if err := checkLimits(&p); err != nil {
 		return nil, err
 	}
-	scores := difftest.MustTensor(TensorScores, difftest.F32, p.Batch, p.Stride)
+	scores := difftest.MustTensor(TensorScores, p.scoresDType(), p.Batch, p.Stride)
 	lens := difftest.MustTensor(TensorSeqLens, difftest.I32, p.Batch)
 	table := difftest.MustTensor(TensorPageTable, difftest.I32, p.Batch, p.MaxPages)
 	for b, r := range m.rows {
@@ -108,6 +108,10 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 				x = r.tail[i-len(r.vals)]
 			case i%2 == 1:
 				x = pastOddBits
+			}
+			if p.wide16() { // rows hold f32 bits (wideBits)
+				scores.SetU16(b*p.Stride+i, narrowBits(p.ScoreDType, x))
+				continue
 			}
 			scores.SetU32(b*p.Stride+i, x)
 		}
