@@ -57,10 +57,11 @@ const (
 //	        [max(lengths), MaxSeqLen]
 //	pages   string, default "distinct": identity, perm, distinct or large
 //	raw     bool, default true: whether raw_indices is an output
-//	dtype   string, default "f32": the scores dtype, f32, bf16 or f16
-//	        (scores16.go); a 16-bit case narrows what an f32 family draws
-//	        to its format (round to nearest even), and the families16.go
-//	        families draw 16-bit patterns and need bf16 or f16
+//	dtype   string, default "f32" ("bf16" for the families16.go
+//	        families, which draw 16-bit patterns and refuse "f32"): the
+//	        scores dtype, f32, bf16 or f16 (scores16.go); a 16-bit case
+//	        narrows what an f32 family draws to its format (round to
+//	        nearest even)
 //
 // plus the family's own (see the family catalog in families.go). Also
 // bounded: batch·stride ≤ MaxScores, batch·K ≤ MaxOutputEntries, and for
@@ -193,7 +194,11 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	g.Stride = pr.Int("stride", 0)
 	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesLarge)
 	g.ReturnRaw = pr.Bool("raw", true)
-	if dt := pr.String("dtype", ScoreF32, ScoreF32, ScoreBF16, ScoreF16); dt != ScoreF32 {
+	defDType := ScoreF32
+	if fam.bits16 {
+		defDType = ScoreBF16
+	}
+	if dt := pr.String("dtype", defDType, ScoreF32, ScoreBF16, ScoreF16); dt != ScoreF32 {
 		g.ScoreDType = dt // f32 stays "", so f32 cases keep their params
 	}
 	g.Family = spec.Family

@@ -158,7 +158,7 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	sw := make([]uint32, 0, p.Batch*p.Stride)
 	for b := 0; b < p.Batch; b++ {
 		for i := 0; i < p.Stride; i++ {
-			sw = append(sw, v.wideBits(b, i))
+			sw = append(sw, v.bits(b, i))
 		}
 	}
 	scores, table := runLength(sw, true), runLength(words(v.table), false)

@@ -28,7 +28,7 @@ var catalog16 = []struct {
 	{"topk16-f16-bf16-key", "f16 scores ranked by a bf16-precision key (the top half of key32 of the widened value), as a kernel written for bf16 does: f16 values 1–7 ulps apart tie",
 		func(dt string, b uint16) uint32 {
 			if dt != ScoreF16 {
-				return key16Of(b)
+				return key16Of(dt, b)
 			}
 			return numeric.Key32(math.Float32bits(numeric.F16ToF32(b))) &^ 0xFFFF
 		}},

@@ -54,42 +54,37 @@ func scoresDTypeOf(c *difftest.Case) difftest.DType {
 	return difftest.F32
 }
 
-// key16Of is the selection key of 16-bit score bits: Key16 in the high
-// half of a uint32, so the reference's four-digit radix select, the check
-// and the mutants rank 16-bit rows with the same code as f32 rows (the
-// low two digits are zero; two keys tie exactly when the bit patterns
-// are equal).
-func key16Of(bits uint16) uint32 { return uint32(numeric.Key16(bits)) << 16 }
+// key16Of is the selection key of 16-bit score bits: key32 of the exact
+// f32 widening. Widening is monotone and injective on both sign-magnitude
+// formats (NaN payloads included), so this ranks exactly as
+// numeric.Key16 does (TestKey16OfOrder checks all 65,536 patterns of
+// each format), and the reference's radix select, the check, the
+// variants and the mutants rank 16-bit rows with the f32 code.
+func key16Of(dtype string, bits uint16) uint32 { return numeric.Key32(widen16(dtype, bits)) }
 
 // keys16 fills dst (its length is the number of positions) with key16Of
 // of scores[b][0:len(dst)].
 func (v *view) keys16(b int, dst []uint32) []uint32 {
 	base := b * v.p.Stride
 	for i := range dst {
-		dst[i] = key16Of(v.scores.U16(base + i))
+		dst[i] = key16Of(v.p.ScoreDType, v.scores.U16(base+i))
 	}
 	return dst
 }
 
-// describeScore formats score bits as the check's messages show them:
-// "f32 0x3f800000 = 1", "bf16 0x3f80 = 1" or "f16 0x3c00 = 1".
+// describeScore formats score bits (view.bits: f32 bits, widened for
+// 16-bit scores) as the check's messages show them: "f32 0x3f800000 =
+// 1", "bf16 0x3f80 = 1" or "f16 0x3c00 = 1".
 func (v *view) describeScore(bits uint32) string {
 	switch v.p.ScoreDType {
-	case ScoreBF16:
-		return fmt.Sprintf("bf16 %#04x = %s", bits, fmtF32(numeric.BF16ToF32(uint16(bits))))
-	case ScoreF16:
-		return fmt.Sprintf("f16 %#04x = %s", bits, fmtF32(numeric.F16ToF32(uint16(bits))))
+	case ScoreBF16, ScoreF16:
+		return fmt.Sprintf("%s %#04x = %s", v.p.ScoreDType, narrowBits(v.p.ScoreDType, bits), fmtF32(math.Float32frombits(bits)))
 	}
 	return describeBits(bits)
 }
 
 // describeKey formats the score whose selection key is key.
-func (v *view) describeKey(key uint32) string {
-	if v.p.wide16() {
-		return v.describeScore(uint32(numeric.Key16Bits(uint16(key >> 16))))
-	}
-	return describeBits(numeric.Key32Bits(key))
-}
+func (v *view) describeKey(key uint32) string { return v.describeScore(numeric.Key32Bits(key)) }
 
 func fmtF32(f float32) string { return strconv.FormatFloat(float64(f), 'g', -1, 32) }
 
@@ -116,18 +111,6 @@ func pastFill16(dtype string, odd bool) uint16 {
 		return 0x7F80
 	}
 	return 0x7FC0
-}
-
-// wideBits returns scores[b][i] as f32 bits: the f32 bits themselves, or
-// the exact widening of a bf16 or f16 score (a NaN keeps its sign and
-// payload), so the shrinker and literal entries handle every dtype as
-// f32 bits; narrowBits inverts it.
-func (v *view) wideBits(b, i int) uint32 {
-	x := v.bits(b, i)
-	if v.p.wide16() {
-		return widen16(v.p.ScoreDType, uint16(x))
-	}
-	return x
 }
 
 // widen16 returns the f32 bits of the exact value of a bf16 or f16

@@ -205,7 +205,7 @@ func TestGenerate16(t *testing.T) {
 		params map[string]any
 		msg    string
 	}{
-		{"oneexp", map[string]any{"K": int64(4), "lengths": ints(5)}, `param "dtype": family oneexp draws 16-bit scores`},
+		{"oneexp", map[string]any{"K": int64(4), "lengths": ints(5), "dtype": "f32"}, `param "dtype": family oneexp draws 16-bit scores`},
 		{"gaussian", map[string]any{"K": int64(4), "lengths": ints(5), "dtype": "f8"}, `"dtype"`},
 	} {
 		spec := difftest.CaseSpec{Kernel: KernelName, Family: bad.family, Name: "bad", Params: bad.params}
@@ -301,5 +301,25 @@ func TestValidate16DType(t *testing.T) {
 	js, _ = json.Marshal(p)
 	if _, err := FromTensors("cap", js, tensors); err == nil || !strings.Contains(err.Error(), "dtype must be F32, got BF16") {
 		t.Errorf("BF16 scores without score_dtype: %v", err)
+	}
+}
+
+// key16Of ranks every 16-bit pattern exactly as numeric.Key16 does: the
+// 65,536 patterns of each format, sorted by Key16, have strictly
+// increasing key16Of, and widen16/narrowBits round-trip each of them.
+func TestKey16OfOrder(t *testing.T) {
+	for _, dt := range []string{ScoreBF16, ScoreF16} {
+		prev := uint32(0)
+		for k := 0; k < 1<<16; k++ {
+			b := numeric.Key16Bits(uint16(k))
+			key := key16Of(dt, b)
+			if k > 0 && key <= prev {
+				t.Fatalf("%s: pattern %#04x (Key16 %#04x) has key32 %#08x ≤ the previous %#08x", dt, b, k, key, prev)
+			}
+			prev = key
+			if back := narrowBits(dt, widen16(dt, b)); back != b {
+				t.Fatalf("%s: %#04x widens and narrows to %#04x", dt, b, back)
+			}
+		}
 	}
 }

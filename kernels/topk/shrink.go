@@ -54,9 +54,9 @@ func modelOf(c *difftest.Case) (*shrinkModel, error) {
 		row := shrinkRow{pages: make([]int32, v.p.MaxPages)}
 		for i := 0; i < v.p.Stride; i++ {
 			if i < L {
-				row.vals = append(row.vals, v.wideBits(b, i))
+				row.vals = append(row.vals, v.bits(b, i))
 			} else {
-				row.tail = append(row.tail, v.wideBits(b, i))
+				row.tail = append(row.tail, v.bits(b, i))
 			}
 		}
 		for j := range row.pages {
@@ -109,7 +109,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 			case i%2 == 1:
 				x = pastOddBits
 			}
-			if p.wide16() { // rows hold f32 bits (wideBits)
+			if p.wide16() { // rows hold f32 bits (view.bits widens)
 				scores.SetU16(b*p.Stride+i, narrowBits(p.ScoreDType, x))
 				continue
 			}
