@@ -1,10 +1,12 @@
 package topk
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
@@ -320,6 +322,53 @@ func TestKey16OfOrder(t *testing.T) {
 			if back := narrowBits(dt, widen16(dt, b)); back != b {
 				t.Fatalf("%s: %#04x widens and narrows to %#04x", dt, b, back)
 			}
+		}
+	}
+}
+
+// SGLang's NaN rule (VariantNaNNeverSelected) on a hand row: bf16
+// [+NaN, 3, 2, 1, −NaN, +NaN], K = 2 takes {1, 2} (the contract: the two
+// +NaNs, {0, 5}); K = 4 takes the three real scores and leaves one −1.
+// The check fails it (a −1 inside min(K, L), or a +NaN left out) and
+// the diagnosis names the variant.
+func TestVariantNaNNeverSelected(t *testing.T) {
+	row := []uint16{0x7FC0, 0x4040, 0x4000, 0x3F80, 0xFFC0, 0x7FC1}
+	var run func(*difftest.Case, []*difftest.Tensor) error
+	for _, v := range Variants() {
+		if v.Name == VariantNaNNeverSelected {
+			run = v.Run
+		}
+	}
+	if run == nil {
+		t.Fatalf("no variant %s", VariantNaNNeverSelected)
+	}
+	for _, tc := range []struct {
+		K         int
+		want, ref []int32
+		rule      string
+	}{
+		{2, []int32{1, 2}, []int32{0, 5}, "missing"},
+		{4, []int32{1, 2, 3, -1}, []int32{0, 1, 2, 5}, "padding"},
+	} {
+		c := handCase16(t, ScoreBF16, tc.K, row)
+		ref := runRef(t, c)
+		if r := rowI32(ref[1], 0, tc.K); !slices.Equal(r, tc.ref) {
+			t.Errorf("K=%d: reference %v, want %v", tc.K, r, tc.ref)
+		}
+		got := newOuts(c)
+		if err := run(c, got); err != nil {
+			t.Fatal(err)
+		}
+		if r := rowI32(got[1], 0, tc.K); !slices.Equal(r, tc.want) {
+			t.Errorf("K=%d: variant %v, want %v", tc.K, r, tc.want)
+		}
+		res := Check(c, got, ref)
+		if !res.Failed() || res.Metrics["failed_rule"] != tc.rule {
+			t.Errorf("K=%d: check %v %q, want failed_rule %s", tc.K, res.Metrics["failed_rule"], res.Message, tc.rule)
+		}
+		d := difftest.Diagnose(context.Background(), Kernel{}, c, got, ref, time.Minute)
+		if !slices.Contains(d.Matches, VariantNaNNeverSelected) {
+			t.Errorf("K=%d: diagnosis %v, want %s among them", tc.K, d.Matches, VariantNaNNeverSelected)
 		}
 	}
 }
