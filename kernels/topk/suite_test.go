@@ -106,7 +106,7 @@ func TestSuitesCatchMutants(t *testing.T) {
 // mutant is still caught at another seed (the suites do not depend on one
 // lucky draw).
 func TestQuickSeeds(t *testing.T) {
-	specs := loadSuite(t, "quick")
+	specs := loadSuiteFiles(t, "quick", "topk.toml", "v41_topk16.toml")
 	mutants := Mutants()
 	for seed := uint64(2); seed <= 4; seed++ {
 		caught := make([]bool, len(mutants))
