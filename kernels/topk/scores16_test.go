@@ -3,6 +3,7 @@ package topk
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -369,6 +370,31 @@ func TestVariantNaNNeverSelected(t *testing.T) {
 		d := difftest.Diagnose(context.Background(), Kernel{}, c, got, ref, time.Minute)
 		if !slices.Contains(d.Matches, VariantNaNNeverSelected) {
 			t.Errorf("K=%d: diagnosis %v, want %s among them", tc.K, d.Matches, VariantNaNNeverSelected)
+		}
+	}
+}
+
+// A 16-bit case survives a capture file: WriteCapture then ReadCapture
+// give the same score_dtype, the same BF16/F16 scores bytes and the same
+// reference output.
+func TestCapture16RoundTrip(t *testing.T) {
+	for _, dt := range []string{ScoreBF16, ScoreF16} {
+		c := gen(t, "nan16", "cap-"+dt, map[string]any{"dtype": dt, "K": int64(8), "P": int64(8), "lengths": ints(40, 3)})
+		path := filepath.Join(t.TempDir(), dt+".safetensors")
+		if err := difftest.WriteCapture(path, c, nil); err != nil {
+			t.Fatal(err)
+		}
+		back, _, err := difftest.ReadCapture(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp, _ := paramsOf(back)
+		s, bs := c.Input(TensorScores), back.Input(TensorScores)
+		if bp.ScoreDType != dt || bs.DType != s.DType || !slices.Equal(bs.Data, s.Data) {
+			t.Fatalf("%s: score_dtype %q, scores %s (%d bytes), want %s", dt, bp.ScoreDType, bs.DType, len(bs.Data), s.DType)
+		}
+		if a, b := runRef(t, c), runRef(t, back); !slices.Equal(a[1].Data, b[1].Data) {
+			t.Errorf("%s: the reference differs after the round trip", dt)
 		}
 	}
 }
