@@ -82,6 +82,43 @@ __device__ __forceinline__ uint32_t widen_f16(uint32_t h)
     return sign | (static_cast<uint32_t>(e) << 23) | ((frac & 0x3FFu) << 13);
 }
 
+/* key16 is Key16 of 16-bit bits h; unkey32 inverts key32. The fault
+ * builds below use them to hand the select the key of a faulty 16-bit
+ * ranking, as f32 bits whose key32 it is. */
+__device__ __forceinline__ uint32_t key16(uint32_t h)
+{
+    return (h & 0x8000u) ? (~h & 0xFFFFu) : (h ^ 0x8000u);
+}
+__device__ __forceinline__ uint32_t unkey32(uint32_t k)
+{
+    return (k & 0x80000000u) ? (k ^ 0x80000000u) : ~k;
+}
+
+/* widen16 returns the f32 bits a 16-bit score is ranked by: its exact
+ * widening (bf16: h << 16; f16: widen_f16). */
+__device__ __forceinline__ uint32_t widen16(uint32_t h, int32_t dtype)
+{
+#if defined(KD_FAULT_TOPK16_RAW_BITS)
+    /* Fault: ranks by the raw 16-bit pattern, no sign flip. */
+    (void)dtype;
+    return unkey32(h << 16);
+#elif defined(KD_FAULT_TOPK16_ONE_PASS)
+    /* Fault: one 8-bit pass, the high Key16 digit alone; ties by position. */
+    (void)dtype;
+    return unkey32((key16(h) & 0xFF00u) << 16);
+#elif defined(KD_FAULT_TOPK16_RAW_LOW_DIGIT)
+    /* Fault: the second pass's digit is the raw low byte, not the key's. */
+    (void)dtype;
+    return unkey32(((key16(h) & 0xFF00u) | (h & 0xFFu)) << 16);
+#elif defined(KD_FAULT_TOPK16_F16_BF16_KEY)
+    /* Fault: f16 ranked at bf16 precision (the top half of key32). */
+    if (dtype == KD_TOPK_SCORES_F16) return unkey32(key32(widen_f16(h)) & 0xFFFF0000u);
+    return h << 16;
+#else
+    return dtype == KD_TOPK_SCORES_F16 ? widen_f16(h) : h << 16;
+#endif
+}
+
 /* Row reads one row of scores as f32 bits: f32 scores as they are, bf16
  * and f16 scores (p.score_dtype) widened exactly, so the select below ranks
  * every dtype by key32 and 16-bit rows come out in the Key16 order. */
@@ -90,14 +127,8 @@ struct Row {
     int32_t dtype;
     __device__ __forceinline__ uint32_t operator[](int64_t i) const
     {
-        switch (dtype) {
-        case KD_TOPK_SCORES_BF16:
-            return static_cast<uint32_t>(static_cast<const uint16_t *>(base)[i]) << 16;
-        case KD_TOPK_SCORES_F16:
-            return widen_f16(static_cast<const uint16_t *>(base)[i]);
-        default:
-            return static_cast<const uint32_t *>(base)[i];
-        }
+        if (dtype == KD_TOPK_SCORES_F32) return static_cast<const uint32_t *>(base)[i];
+        return widen16(static_cast<const uint16_t *>(base)[i], dtype);
     }
 };
 
