@@ -37,7 +37,16 @@ func fakeTopk(bug bool) fakecuda.Kernel {
 			copy(t.Data, b)
 			return t, b, nil
 		}
-		scores, _, err := read(0, topk.TensorScores, difftest.F32, batch, stride)
+		// score_dtype at offset 68: KD_TOPK_SCORES_F32, _BF16, _F16.
+		dtypes := []struct {
+			dt   difftest.DType
+			name string
+		}{{difftest.F32, ""}, {difftest.BF16, topk.ScoreBF16}, {difftest.F16, topk.ScoreF16}}
+		code := int(int32(le.Uint32(a[68:])))
+		if code < 0 || code >= len(dtypes) {
+			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: "score_dtype out of range"}
+		}
+		scores, _, err := read(0, topk.TensorScores, dtypes[code].dt, batch, stride)
 		if err != nil {
 			return err
 		}
@@ -49,7 +58,7 @@ func fakeTopk(bug bool) fakecuda.Kernel {
 		if err != nil {
 			return err
 		}
-		p := &topk.Params{K: k, P: 1 << log2P, Batch: batch, Stride: stride, MaxPages: maxPages, ReturnRaw: fakecuda.Ptr(a, 32) != 0}
+		p := &topk.Params{K: k, P: 1 << log2P, Batch: batch, Stride: stride, MaxPages: maxPages, ReturnRaw: fakecuda.Ptr(a, 32) != 0, ScoreDType: dtypes[code].name}
 		pi, piDev, err := read(24, topk.TensorPageIndices, difftest.I32, batch, k)
 		if err != nil {
 			return err

@@ -32,7 +32,7 @@ func topkTensors(batch, stride, maxPages, k int, raw bool) map[string]devTensor 
 
 func TestPackTopkLayout(t *testing.T) {
 	if topkParamsSize != 72 {
-		t.Fatalf("sizeof(kd_topk_params) = %d, want 72 (5 pointers, 2 int64, 3 int32, padding)", topkParamsSize)
+		t.Fatalf("sizeof(kd_topk_params) = %d, want 72 (5 pointers, 2 int64, 4 int32)", topkParamsSize)
 	}
 	l, err := packTopk([]byte(`{"K":1024,"P":64,"return_raw":true,"batch":3}`), topkTensors(3, 70000, 1094, 1024, true))
 	if err != nil {
@@ -51,6 +51,7 @@ func TestPackTopkLayout(t *testing.T) {
 		{"page_indices", u64(a, 24), 0x4000}, {"raw_indices", u64(a, 32), 0x5000},
 		{"stride", u64(a, 40), 70000}, {"max_pages", u64(a, 48), 1094},
 		{"batch", uint64(i32(a, 56)), 3}, {"log2_page", uint64(i32(a, 60)), 6}, {"k", uint64(i32(a, 64)), 1024},
+		{"score_dtype", uint64(i32(a, 68)), 0},
 	}
 	for _, w := range want {
 		if w.got != w.want {
@@ -79,6 +80,30 @@ func TestPackTopkLayout(t *testing.T) {
 	if a := l.Args[0]; i32(a, 84) != 2 || i32(a, 72) != 3 || u64(a, 96) != 4608 || i32(a, 104) != 2 || i32(a, 108) != 1 || l.Grid.X != 18 {
 		t.Errorf("fp4: store %d batch %d page_stride %d next_n %d logits_bf16 %d grid %d; want 2 3 4608 2 1 18",
 			i32(a, 84), i32(a, 72), u64(a, 96), i32(a, 104), i32(a, 108), l.Grid.X)
+	}
+	// 16-bit scores: score_dtype names the scores dtype and is packed at
+	// offset 68 (KD_TOPK_SCORES_BF16 = 1, _F16 = 2); a tensor of another
+	// dtype, or an unknown score_dtype, is an error.
+	for _, tc := range []struct {
+		dtype string
+		dt    difftest.DType
+		code  int32
+	}{{"bf16", difftest.BF16, 1}, {"f16", difftest.F16, 2}, {"f32", difftest.F32, 0}} {
+		ts := topkTensors(2, 16384, 2048, 512, true)
+		ts["scores"] = devTensor{tc.dt, []int{2, 16384}, 0x1000}
+		l, err = packTopk([]byte(`{"K":512,"P":8,"return_raw":true,"score_dtype":"`+tc.dtype+`"}`), ts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dtype, err)
+		}
+		if got := i32(l.Args[0], 68); got != tc.code || u64(l.Args[0], 40) != 16384 || i32(l.Args[0], 60) != 3 {
+			t.Errorf("%s: score_dtype %d, stride %d, log2_page %d; want %d, 16384, 3", tc.dtype, got, u64(l.Args[0], 40), i32(l.Args[0], 60), tc.code)
+		}
+	}
+	if _, err = packTopk([]byte(`{"K":512,"P":8,"score_dtype":"bf16"}`), topkTensors(1, 600, 75, 512, false)); err == nil || !strings.Contains(err.Error(), "scores") {
+		t.Errorf("F32 scores under score_dtype bf16: %v", err)
+	}
+	if _, err = packTopk([]byte(`{"K":512,"P":8,"score_dtype":"f8"}`), topkTensors(1, 600, 75, 512, false)); err == nil || !strings.Contains(err.Error(), "score_dtype") {
+		t.Errorf("score_dtype f8: %v", err)
 	}
 	// An empty batch launches nothing.
 	l, err = packTopk([]byte(`{"K":2048,"P":1}`), topkTensors(0, 4, 4, 2048, false))

@@ -20,10 +20,11 @@ enum { kd_topk_dynamic_smem = KD_TOPK_DYNAMIC_SMEM };
 static void kd_pack_topk(unsigned char *out,
 		uint64_t scores, uint64_t seq_lens, uint64_t page_table,
 		uint64_t page_indices, uint64_t raw_indices,
-		int64_t stride, int64_t max_pages, int32_t batch, int32_t log2_page, int32_t k) {
+		int64_t stride, int64_t max_pages, int32_t batch, int32_t log2_page, int32_t k,
+		int32_t score_dtype) {
 	kd_topk_params p;
 	memset(&p, 0, sizeof p);
-	p.scores = (const float *)(uintptr_t)scores;
+	p.scores = (const void *)(uintptr_t)scores;
 	p.seq_lens = (const int32_t *)(uintptr_t)seq_lens;
 	p.page_table = (const int32_t *)(uintptr_t)page_table;
 	p.page_indices = (int32_t *)(uintptr_t)page_indices;
@@ -33,6 +34,7 @@ static void kd_pack_topk(unsigned char *out,
 	p.batch = batch;
 	p.log2_page = log2_page;
 	p.k = k;
+	p.score_dtype = score_dtype;
 	memcpy(out, &p, sizeof p);
 }
 */
@@ -47,6 +49,20 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
+
+// topkScoreDType maps score_dtype to the scores tensor dtype and the
+// KD_TOPK_SCORES_* value of kd_topk_params.score_dtype.
+func topkScoreDType(d string) (difftest.DType, C.int32_t, error) {
+	switch d {
+	case "", "f32":
+		return difftest.F32, C.KD_TOPK_SCORES_F32, nil
+	case "bf16":
+		return difftest.BF16, C.KD_TOPK_SCORES_BF16, nil
+	case "f16":
+		return difftest.F16, C.KD_TOPK_SCORES_F16, nil
+	}
+	return "", 0, difftest.Inputf("score_dtype", nil, "must be f32, bf16 or f16, got %q", d)
+}
 
 // topkEntryKs are the K values topk.cu instantiates.
 var topkEntryKs = [...]int{512, 1024, 2048}
@@ -64,7 +80,8 @@ func init() {
 }
 
 // packTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
-// threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride],
+// threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride]
+// (BF16 or F16 per score_dtype, packed as kd_topk_params.score_dtype),
 // seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices
 // i32 [B, K] and, when present, raw_indices i32 [B, K] (absent: NULL).
 // Errors: a K without an entry point, shapes that disagree with each other
@@ -86,7 +103,11 @@ func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if err != nil {
 		return launch{}, err
 	}
-	scores, err := need(ts, "scores", difftest.F32, 2)
+	scoresDType, dtypeCode, err := topkScoreDType(p.ScoreDType)
+	if err != nil {
+		return launch{}, err
+	}
+	scores, err := need(ts, "scores", scoresDType, 2)
 	if err != nil {
 		return launch{}, err
 	}
@@ -128,7 +149,8 @@ func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	C.kd_pack_topk((*C.uchar)(unsafe.Pointer(&arg[0])),
 		C.uint64_t(scores.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr),
 		C.uint64_t(out.Ptr), C.uint64_t(rawPtr),
-		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K))
+		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K),
+		dtypeCode)
 	l.Args = [][]byte{arg}
 	return l, nil
 }

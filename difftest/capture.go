@@ -120,7 +120,7 @@ func WriteSafetensors(path string, tensors []*Tensor, meta map[string]string) er
 		}
 		dt, err := st.ParseDType(string(t.DType))
 		if err != nil || t.DType.Size() == 0 {
-			return &CaptureError{Path: path, Tensor: strconv.Quote(t.Name), Rule: fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, U8", t.DType)}
+			return &CaptureError{Path: path, Tensor: strconv.Quote(t.Name), Rule: fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, F16, U8", t.DType)}
 		}
 		if err := t.CheckLayout(t.DType, -1); err != nil {
 			return &CaptureError{Path: path, Tensor: strconv.Quote(t.Name), Rule: "bad layout", Err: err}
@@ -372,7 +372,7 @@ func captureCheckHeader(header []byte, dataLen uint64) (map[string]stEntry, map[
 		}
 		dt := DType(*info.DType)
 		if dt.Size() == 0 {
-			return nil, nil, &captureHeaderError{q, fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, U8", *info.DType)}
+			return nil, nil, &captureHeaderError{q, fmt.Sprintf("dtype %q is not one of F32, F64, I32, I64, BF16, F16, U8", *info.DType)}
 		}
 		// size saturates at 2^62, past any real file, so it cannot wrap.
 		const huge = uint64(1) << 62

@@ -22,6 +22,7 @@ const (
 	I32  DType = "I32"  // two's-complement int32, little-endian
 	I64  DType = "I64"  // two's-complement int64, little-endian
 	BF16 DType = "BF16" // bfloat16 bit patterns (top half of binary32), little-endian
+	F16  DType = "F16"  // IEEE 754 binary16 bit patterns, little-endian
 	U8   DType = "U8"   // raw bytes (paged caches: FP8 codes and scales, BF16 rows)
 )
 
@@ -32,7 +33,7 @@ func (d DType) Size() int {
 		return 4
 	case F64, I64:
 		return 8
-	case BF16:
+	case BF16, F16:
 		return 2
 	case U8:
 		return 1
@@ -186,8 +187,8 @@ func (t *Tensor) I64(i int) int64 { return int64(binary.LittleEndian.Uint64(t.Da
 // SetI64 stores v at element i of an I64 tensor.
 func (t *Tensor) SetI64(i int, v int64) { binary.LittleEndian.PutUint64(t.Data[8*i:], uint64(v)) }
 
-// U16 returns the bits of 2-byte element i (BF16).
+// U16 returns the bits of 2-byte element i (BF16 or F16).
 func (t *Tensor) U16(i int) uint16 { return binary.LittleEndian.Uint16(t.Data[2*i:]) }
 
-// SetU16 stores bits at 2-byte element i (BF16).
+// SetU16 stores bits at 2-byte element i (BF16 or F16).
 func (t *Tensor) SetU16(i int, v uint16) { binary.LittleEndian.PutUint16(t.Data[2*i:], v) }

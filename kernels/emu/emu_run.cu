@@ -84,7 +84,8 @@ long long geti(std::map<std::string, std::string> &m, const char *k)
 int run_topk()
 {
     auto m = params();
-    std::vector<float> scores = load<float>("scores");
+    /* scores as bytes: f32, bf16 or f16 per score_dtype (KD_TOPK_SCORES_*) */
+    std::vector<unsigned char> scores = load<unsigned char>("scores");
     std::vector<int32_t> lens = load<int32_t>("seq_lens"), table = load<int32_t>("page_table");
     const int k = static_cast<int>(geti(m, "K"));
     const int batch = static_cast<int>(geti(m, "batch"));
@@ -101,6 +102,7 @@ int run_topk()
     p.batch = batch;
     p.log2_page = static_cast<int>(geti(m, "log2_page"));
     p.k = k;
+    p.score_dtype = static_cast<int32_t>(geti(m, "score_dtype"));
     if (batch == 0) {
         save("page_indices", page);
         if (raw) save("raw_indices", rawv);

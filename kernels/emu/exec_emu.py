@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-DTYPE_SIZE = {"F32": 4, "I32": 4, "I64": 8, "U8": 1, "BF16": 2, "U16": 2}
+DTYPE_SIZE = {"F32": 4, "I32": 4, "I64": 8, "U8": 1, "BF16": 2, "F16": 2, "U16": 2}
 
 
 def read_safetensors(path):
@@ -76,6 +76,8 @@ def main():
                 "max_pages": params["max_pages"],
                 "log2_page": log2_exact(params["P"], "P"),
                 "return_raw": 1 if params.get("return_raw") else 0,
+                # KD_TOPK_SCORES_F32, _BF16, _F16 (topk.h); absent means f32
+                "score_dtype": {"f32": 0, "bf16": 1, "f16": 2}[params.get("score_dtype") or "f32"],
             }
             which, outs = "topk", ["page_indices"] + (["raw_indices"] if kv["return_raw"] else [])
             shapes = {o: [params["batch"], params["K"]] for o in outs}

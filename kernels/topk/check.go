@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
 // maxWorst caps the elements listed per rule and case.
@@ -262,7 +261,7 @@ func (v *view) checkRow(b int, gPage, gRaw, wPage, wRaw *difftest.Tensor, s *che
 	// extra one.
 	s.keys = v.keys(b, L, s.keys)
 	kth, _ := threshold(s.keys, K, &s.sel)
-	kthDesc := describeBits(numeric.Key32Bits(kth))
+	kthDesc := v.describeKey(kth)
 	var extra rowVerdict
 	for i, x := range s.keys {
 		chosen := s.at[i] != 0
@@ -493,7 +492,8 @@ func (v *view) holder(id int64, b int) (int, int, bool) {
 }
 
 // describe formats scores[b][i] as "f32 0x3f800000 = 1".
-func (v *view) describe(b, i int) string { return describeBits(v.bits(b, i)) }
+// For 16-bit scores, "bf16 0x3f80 = 1" (scores16.go).
+func (v *view) describe(b, i int) string { return v.describeScore(v.bits(b, i)) }
 
 func describeBits(bits uint32) string {
 	return fmt.Sprintf("f32 %#08x = %s", bits, strconv.FormatFloat(float64(math.Float32frombits(bits)), 'g', -1, 32))

@@ -14,7 +14,7 @@ func (Kernel) Contract() difftest.ContractInfo {
 	return difftest.ContractInfo{
 		Name: KernelName,
 		Inputs: []difftest.TensorInfo{
-			difftest.Input(TensorScores, difftest.F32),
+			difftest.Input(TensorScores, difftest.F32, difftest.BF16, difftest.F16),
 			difftest.Input(TensorSeqLens, difftest.I32),
 			difftest.Input(TensorPageTable, difftest.I32),
 		},
@@ -23,7 +23,7 @@ func (Kernel) Contract() difftest.ContractInfo {
 			{Name: TensorRawIndices, DType: difftest.I32, Shape: bk, When: "return_raw"},
 		},
 		Required: []string{"K", "P"},
-		Optional: []string{"return_raw", "batch", "stride", "max_pages", "family", "pages", "needles"},
+		Optional: []string{"return_raw", "batch", "stride", "max_pages", "family", "pages", "needles", "score_dtype"},
 		Sizes:    []difftest.SizeInfo{{Param: "K", Tensor: TensorPageIndices, Axis: 1}},
 	}
 }

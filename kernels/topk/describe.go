@@ -23,6 +23,7 @@ var commonParams = []difftest.ParamInfo{
 	{Name: "stride", Doc: fmt.Sprintf("int, default max(lengths, 1): scores row stride, in [max(lengths), %d]", MaxSeqLen)},
 	{Name: "pages", Doc: `string, default "distinct": page_table kind: identity, perm, distinct or large`},
 	{Name: "raw", Doc: "bool, default true: whether raw_indices is an output"},
+	{Name: "dtype", Doc: `string, default "f32" ("bf16" for ties16, oneexp and nan16, which refuse "f32"): scores dtype, f32, bf16 or f16; a 16-bit case narrows what an f32 family draws (round to nearest even) and ranks by Key16`},
 }
 
 // familyDocs holds each family's one-line description and the params its
@@ -47,6 +48,9 @@ var familyDocs = map[string]struct {
 	"masked": {doc: "finite Gaussian values, the rest −inf as masks leave them (−FLT_MAX sentinels, −inf emitted as −1)", params: []difftest.ParamInfo{
 		{Name: "finite", Doc: "int, default min(K/2, L) per row: finite values, in [0, every row's length]"},
 	}},
+	"ties16":   {doc: "16-bit: five adjacent Key16 keys around a high-digit boundary, one tie band (single radix pass, low digit from the raw bits)"},
+	"oneexp":   {doc: "16-bit: one binade per row, [1, 2) or (−2, −1], random mantissas: the low Key16 digit decides (sign flip, one pass, f16 at bf16 precision)"},
+	"nan16":    {doc: "16-bit: Gaussian with a quarter of the positions NaNs of both signs (random payloads), ±inf, ±0, subnormals, ±max finite (Key16 NaN order)"},
 	"specials": {doc: "Gaussian with a quarter of the positions ±0, subnormals, ±FLT_MAX, ±inf, quiet and signalling NaN (key32 order)"},
 	FamilyLiteral: {doc: "the inputs written out in the entry (difftest shrink writes these): scores as f32 bit patterns, the page table as ids", params: []difftest.ParamInfo{
 		{Name: "scores", Doc: `string, default every valid score +0 and the usual fill: batch·stride f32 bit patterns, row-major, 8 hex digits each, "HEX*N" for N repeats`},

@@ -3,7 +3,8 @@
 // transform used by DeepSeek-V3.2/V4 sparse attention. It registers the
 // kernel "topk_transform" with the difftest harness at init.
 //
-// Tensors (contract names, in order): inputs scores f32 [B, stride],
+// Tensors (contract names, in order): inputs scores f32 [B, stride] (bf16
+// or f16 with Params.ScoreDType, suite param dtype),
 // seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices
 // i32 [B, K] and, when Params.ReturnRaw, raw_indices i32 [B, K].
 //
@@ -13,6 +14,17 @@
 //     < +NaN; ties are equal bit patterns. PyTorch's topk fallback differs
 //     (every NaN largest, −inf picks emitted as −1); kernels are checked
 //     against key32.
+//   - 16-bit scores (scores16.go; docs/contracts/topk_transform.md,
+//     "16-bit scores") rank by numeric.Key16 — NaNs ordered like key32,
+//     +NaN highest — computed as key32 of the exact f32 widening, so the
+//     reference, check, variants and mutants share the f32 code. SGLang's
+//     topk_transform_bf16_small never selects a NaN (−1 in its slots);
+//     that rule is not a parameter but the diagnosis variant
+//     VariantNaNNeverSelected, because one order serves every dtype, the
+//     rule changes the number of picks, and the past-length canary needs
+//     +NaN to rank highest. The families ties16, oneexp and nan16 draw
+//     16-bit patterns (default dtype bf16); every other family narrows
+//     its f32 draws. The topk16-* mutants are exact on f32 scores.
 //   - The reference resolves ties at the K-th key to the lowest positions
 //     and writes picks in ascending position order. Check accepts any tie
 //     resolution and any order for L > K.
@@ -45,7 +57,9 @@
 //   - Generated rows hold +NaN (even positions) and +inf (odd) past L_b,
 //     the two highest keys, so any read past L_b changes the selection.
 //
-// Files, one algorithm each: params.go (Params, FromTensors), limits.go
+// Files, one algorithm each: params.go (Params, FromTensors), scores16.go
+// (16-bit dtypes and keys), families16.go, mutants16.go and variants16.go
+// (their 16-bit parts), limits.go
 // (size bounds), validate.go (preconditions), reference.go (radix
 // select), check.go (validity rule and diagnostics), generate.go and
 // families.go (seeded inputs), mutants.go (the catalog of docs/mutants.md), kernel.go

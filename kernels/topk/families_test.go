@@ -43,11 +43,16 @@ func gen(t testing.TB, family, name string, params map[string]any) *difftest.Cas
 }
 
 // rowBits returns scores[b][0:L].
+// (16-bit scores: the bf16 or f16 patterns).
 func rowBits(c *difftest.Case, b int) []uint32 {
 	p := c.Params.(*Params)
 	L := int(c.Inputs[1].I32(b))
 	out := make([]uint32, L)
 	for i := range out {
+		if p.wide16() {
+			out[i] = uint32(c.Inputs[0].U16(b*p.Stride + i))
+			continue
+		}
 		out[i] = c.Inputs[0].U32(b*p.Stride + i)
 	}
 	return out
@@ -407,7 +412,7 @@ func TestNewCaseErrors(t *testing.T) {
 		want           string
 	}{
 		// The suite file itself.
-		{"nope", "unknown family", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope" (known: [equal gaussian literal lowcontrast masked needle pseudotie relu specials straddle])`},
+		{"nope", "unknown family", map[string]any{"K": int64(4), "lengths": ints(3)}, `case topk_transform/e: unknown family "nope" (known: [equal gaussian literal lowcontrast masked nan16 needle oneexp pseudotie relu specials straddle ties16])`},
 		{"gaussian", "a typo is not ignored", map[string]any{"K": int64(4), "lengths": ints(3), "colour": "red"}, "case topk_transform/e: unknown param(s) colour"},
 		{"gaussian", "K is required", map[string]any{"lengths": ints(3)}, `case topk_transform/e: param "K": required, must be ≥ 1, got 0`},
 		{"gaussian", "P is a power of two", map[string]any{"K": int64(4), "P": int64(6), "lengths": ints(3)}, `case topk_transform/e: param "P": must be a power of two ≥ 1, got 6`},

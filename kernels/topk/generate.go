@@ -57,6 +57,11 @@ const (
 //	        [max(lengths), MaxSeqLen]
 //	pages   string, default "distinct": identity, perm, distinct or large
 //	raw     bool, default true: whether raw_indices is an output
+//	dtype   string, default "f32" ("bf16" for the families16.go
+//	        families, which draw 16-bit patterns and refuse "f32"): the
+//	        scores dtype, f32, bf16 or f16 (scores16.go); a 16-bit case
+//	        narrows what an f32 family draws to its format (round to
+//	        nearest even)
 //
 // plus the family's own (see the family catalog in families.go). Also
 // bounded: batch·stride ≤ MaxScores, batch·K ≤ MaxOutputEntries, and for
@@ -83,7 +88,7 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		return nil, err
 	}
 	p := &g.Params
-	scores := difftest.MustTensor(TensorScores, difftest.F32, p.Batch, p.Stride)
+	scores := difftest.MustTensor(TensorScores, p.scoresDType(), p.Batch, p.Stride)
 	lens := difftest.MustTensor(TensorSeqLens, difftest.I32, p.Batch)
 	table := difftest.MustTensor(TensorPageTable, difftest.I32, p.Batch, p.MaxPages)
 	if fam.needle {
@@ -97,6 +102,11 @@ func NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 		needle := fam.row(g, rng.NewStream(key, streamScores, uint64(b)<<32), s.row)
 		if fam.needle {
 			p.Needles[b] = needle
+		}
+		if p.wide16() {
+			writeRow16(scores, p, b, L, s.row, fam.bits16)
+			g.pageRow(table, b, L, rng.NewStream(key, streamPageTable, uint64(b)<<32))
+			return nil
 		}
 		out := scores.Data[4*b*p.Stride : 4*(b+1)*p.Stride]
 		for i := 0; i < p.Stride; i++ {
@@ -184,6 +194,13 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	g.Stride = pr.Int("stride", 0)
 	g.Pages = pr.String("pages", PagesDistinct, PagesIdentity, PagesPerm, PagesDistinct, PagesLarge)
 	g.ReturnRaw = pr.Bool("raw", true)
+	defDType := ScoreF32
+	if fam.bits16 {
+		defDType = ScoreBF16
+	}
+	if dt := pr.String("dtype", defDType, ScoreF32, ScoreBF16, ScoreF16); dt != ScoreF32 {
+		g.ScoreDType = dt // f32 stays "", so f32 cases keep their params
+	}
 	g.Family = spec.Family
 	if fam.params != nil {
 		fam.params(pr, g)
@@ -240,6 +257,9 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 	}
 	if ids := int64(g.Batch) * int64(g.MaxPages); g.Pages != PagesIdentity && g.Pages != PagesPerm && ids*int64(g.P) > 1<<31 {
 		return nil, badParam("pages", "%s needs %d distinct pages of %d slots, beyond the int32 slot range", g.Pages, ids, g.P)
+	}
+	if fam.bits16 && !g.wide16() {
+		return nil, badParam("dtype", "family %s draws 16-bit scores: give dtype = %q or %q", fam.name, ScoreBF16, ScoreF16)
 	}
 	if fam.check != nil {
 		if err := fam.check(g); err != nil {
@@ -308,6 +328,10 @@ func (g *genConfig) pageRow(table *difftest.Tensor, b, L int, st *rng.Stream) {
 type family struct {
 	name   string
 	needle bool
+	// bits16: row writes 16-bit patterns of the case's score_dtype in
+	// the low half of each dst element (families16.go); such a family
+	// needs dtype bf16 or f16.
+	bits16 bool
 	params func(pr *difftest.Params, g *genConfig)
 	// check, when set, rejects family parameters some row cannot honour
 	// (a *paramError); it runs after the common parameters are checked.

@@ -77,7 +77,7 @@ func (Kernel) KeyMetric(rec *difftest.Record) string {
 	return ""
 }
 
-// Mutants returns the ten top-k mutants; see Mutants.
+// Mutants returns the fourteen top-k mutants; see Mutants.
 func (Kernel) Mutants() []difftest.Mutant { return Mutants() }
 
 // Equivalent reports whether two runs of one implementation produced the

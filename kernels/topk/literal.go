@@ -15,7 +15,8 @@ import (
 )
 
 // FamilyLiteral is the family whose suite entries give the inputs
-// themselves: params "scores" (every row's stride f32 bit patterns) and
+// themselves: params "scores" (every row's stride f32 bit patterns; with
+// dtype bf16 or f16, the exact f32 widening of each 16-bit score) and
 // "page_table" (the ids), each a run-length list (runLength), besides the
 // common K, P, lengths, stride and raw.
 const FamilyLiteral = "literal"
@@ -41,6 +42,13 @@ func checkLiteral(g *genConfig) error {
 		}
 		if len(v) != g.Batch*g.Stride {
 			return badParam("scores", "holds %d values, batch·stride = %d·%d = %d", len(v), g.Batch, g.Stride, g.Batch*g.Stride)
+		}
+		if g.wide16() {
+			for i, x := range v {
+				if widen16(g.ScoreDType, narrowBits(g.ScoreDType, x)) != x {
+					return badParam("scores", "value %d (f32 bits %08x) is not a %s value (dtype = %q: every score must be the exact widening of one)", i, x, g.ScoreDType, g.ScoreDType)
+				}
+			}
 		}
 	}
 	if g.pageTable != "" {
@@ -69,6 +77,10 @@ func applyLiteral(g *genConfig, c *difftest.Case) error {
 	if g.scores != "" {
 		v, _ := parseRuns(g.scores, true, g.Batch*g.Stride)
 		for i, x := range v {
+			if g.wide16() {
+				c.Inputs[0].SetU16(i, narrowBits(g.ScoreDType, x))
+				continue
+			}
 			c.Inputs[0].SetU32(i, x)
 		}
 	}
@@ -144,7 +156,13 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 		}
 		return w
 	}
-	scores, table := runLength(words(v.scores), true), runLength(words(v.table), false)
+	sw := make([]uint32, 0, p.Batch*p.Stride)
+	for b := 0; b < p.Batch; b++ {
+		for i := 0; i < p.Stride; i++ {
+			sw = append(sw, v.bits(b, i))
+		}
+	}
+	scores, table := runLength(sw, true), runLength(words(v.table), false)
 	if len(scores)+len(table) > maxLiteralChars {
 		return "", fmt.Errorf("%w: the inputs take %d characters (limit %d): use the capture file", triage.ErrNoSuiteEntry, len(scores)+len(table), maxLiteralChars)
 	}
@@ -155,6 +173,9 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[[case]]\nkernel = %q\nfamily = %q\nname = %q\n[case.params]\n", KernelName, FamilyLiteral, name)
 	fmt.Fprintf(&b, "K = %d\nP = %d\nraw = %v\nlengths = [%s]\nstride = %d\n", p.K, p.P, p.ReturnRaw, strings.Join(lens, ", "), p.Stride)
+	if p.wide16() {
+		fmt.Fprintf(&b, "dtype = %q\n", p.ScoreDType)
+	}
 	fmt.Fprintf(&b, "scores = %q\npage_table = %q\n", scores, table)
 	return b.String(), nil
 }

@@ -53,7 +53,8 @@ const (
 	fltMaxNegKey = 0x00800000 // numeric.Key32(0xFF7FFFFF), the key of −FLT_MAX
 )
 
-// Mutants returns the ten top-k mutants of docs/mutants.md, in catalog order.
+// Mutants returns the top-k mutants of docs/mutants.md: the ten of
+// catalog, then the four 16-bit ones of catalog16 (mutants16.go).
 // Each validates its case like the reference and returns its errors; its
 // outputs are those of Reference except where its fault bites.
 func Mutants() []difftest.Mutant {
@@ -64,7 +65,7 @@ func Mutants() []difftest.Mutant {
 			return runMutant(c, outs, f)
 		}}
 	}
-	return ms
+	return append(ms, mutants16()...)
 }
 
 // runMutant is the reference's row loop (runRows) with fault f applied.

@@ -14,7 +14,7 @@ const KernelName = "topk_transform"
 
 // Contract names of the tensors, in contract order.
 const (
-	TensorScores      = "scores"       // in: f32 [Batch, Stride]
+	TensorScores      = "scores"       // in: f32, bf16 or f16 [Batch, Stride] (Params.ScoreDType)
 	TensorSeqLens     = "seq_lens"     // in: i32 [Batch]
 	TensorPageTable   = "page_table"   // in: i32 [Batch, MaxPages]
 	TensorPageIndices = "page_indices" // out: i32 [Batch, K]
@@ -45,6 +45,10 @@ type Params struct {
 	Family    string `json:"family,omitempty"`
 	Pages     string `json:"pages,omitempty"` // page-table kind the generator used (informational)
 	Needles   []int  `json:"needles,omitempty"`
+	// ScoreDType is the dtype of scores: "" or "f32" (key32 order), "bf16"
+	// or "f16" (Key16 order, scores16.go). Empty for f32 so the params of
+	// every f32 case read as before.
+	ScoreDType string `json:"score_dtype,omitempty"`
 }
 
 // Outputs returns the output specs of a case with these parameters:
@@ -81,11 +85,12 @@ func paramsOf(c *difftest.Case) (*Params, error) {
 // a Params value (unknown fields are an error) and tensors must hold
 // scores, seq_lens and page_table under their contract names. The shape
 // facts are taken from the tensors; when the JSON states them too they
-// must agree. K, P and the shapes are checked against the size limits
+// must agree; score_dtype ("", "f32", "bf16" or "f16") names the dtype
+// scores must have. K, P and the shapes are checked against the size limits
 // (checkLimits: K ≤ MaxK, batch·K ≤ MaxOutputEntries, …) before the
 // outputs are declared, so a capture asking for K = 2^40 is an error, not
 // an allocation. The dtypes and shapes of all three inputs are checked
-// (scores f32 [batch, stride], seq_lens i32 [batch], page_table i32
+// (scores f32, BF16 or F16 per score_dtype [batch, stride], seq_lens i32 [batch], page_table i32
 // [batch, max_pages]) without reading Data, so difftest.ReadCapture reads
 // only bytes bounded by the limits; the values are not validated here
 // (call Validate). Errors name the missing tensor, the disagreeing field
@@ -106,7 +111,20 @@ func FromTensors(id string, params json.RawMessage, tensors map[string]*difftest
 		in = append(in, t)
 	}
 	scores, lens, table := in[0], in[1], in[2]
-	for i, dt := range []difftest.DType{difftest.F32, difftest.I32, difftest.I32} {
+	if p.ScoreDType == "" {
+		// A capture that leaves score_dtype out states it by the scores
+		// tensor's dtype (an unknown dtype is refused below, by name).
+		switch scores.DType {
+		case difftest.BF16:
+			p.ScoreDType = ScoreBF16
+		case difftest.F16:
+			p.ScoreDType = ScoreF16
+		}
+	}
+	if err := checkScoreDType(p.ScoreDType); err != nil {
+		return nil, fmt.Errorf("case %s: params: %w", id, err)
+	}
+	for i, dt := range []difftest.DType{p.scoresDType(), difftest.I32, difftest.I32} {
 		if in[i].DType != dt {
 			return nil, difftest.Inputf(in[i].Name, nil, "dtype must be %s, got %s", dt, in[i].DType)
 		}

@@ -240,6 +240,9 @@ func TestReferenceFastEqualsSortCases(t *testing.T) {
 		spec := difftest.CaseSpec{Kernel: KernelName, Family: fam, Name: fam + "/x", Params: map[string]any{
 			"K": int64(64), "P": int64(2), "lengths": []any{int64(0), int64(63), int64(64), int64(65), int64(300), int64(1000)},
 		}}
+		if f, _ := familyByName(fam); f.bits16 {
+			spec.Params["dtype"] = ScoreF16
+		}
 		c, err := NewCase(spec, 7, rng.CaseKey(7, spec.ID()))
 		if err != nil {
 			t.Fatal(err)

@@ -36,13 +36,26 @@ func newView(c *difftest.Case) (*view, error) {
 // length returns seq_lens[b].
 func (v *view) length(b int) int { return int(v.lens.I32(b)) }
 
-// bits returns the raw f32 bits of scores[b][i].
-func (v *view) bits(b, i int) uint32 { return v.scores.U32(b*v.p.Stride + i) }
+// bits returns the f32 bits of scores[b][i]; for 16-bit scores the exact
+// widening of the bf16 or f16 score (widen16: NaNs keep sign and
+// payload), so every f32 rule that reads bits (NaN and −inf tests, the
+// shrinker, literal entries) reads 16-bit scores unchanged.
+func (v *view) bits(b, i int) uint32 {
+	if v.p.wide16() {
+		return widen16(v.p.ScoreDType, v.scores.U16(b*v.p.Stride+i))
+	}
+	return v.scores.U32(b*v.p.Stride + i)
+}
 
-// keys fills dst[:n] with key32 of scores[b][0:n] and returns it; n may run
-// past seq_lens[b] up to the stride (only mutants do that).
+// keys fills dst[:n] with key32 of scores[b][0:n] (for 16-bit scores
+// key32 of the exact widening, whose order is Key16's: keys16) and
+// returns it; n may run past seq_lens[b] up to the stride (only mutants
+// do that).
 func (v *view) keys(b, n int, dst []uint32) []uint32 {
 	dst = grow(dst, n)
+	if v.p.wide16() {
+		return v.keys16(b, dst)
+	}
 	row := v.scores.Data[4*b*v.p.Stride:]
 	for i := range dst {
 		dst[i] = numeric.Key32(binary.LittleEndian.Uint32(row[4*i:]))

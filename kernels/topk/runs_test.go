@@ -86,6 +86,9 @@ func TestRunsRowsDiffer(t *testing.T) {
 		for k, v := range extra[fam] {
 			params[k] = v
 		}
+		if f, _ := familyByName(fam); f.bits16 {
+			params["dtype"] = ScoreBF16
+		}
 		c := gen(t, fam, "rows-differ", params)
 		rows := make([][]uint32, c.Params.(*Params).Batch)
 		for b := range rows {

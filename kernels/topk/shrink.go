@@ -95,7 +95,7 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 	if err := checkLimits(&p); err != nil {
 		return nil, err
 	}
-	scores := difftest.MustTensor(TensorScores, difftest.F32, p.Batch, p.Stride)
+	scores := difftest.MustTensor(TensorScores, p.scoresDType(), p.Batch, p.Stride)
 	lens := difftest.MustTensor(TensorSeqLens, difftest.I32, p.Batch)
 	table := difftest.MustTensor(TensorPageTable, difftest.I32, p.Batch, p.MaxPages)
 	for b, r := range m.rows {
@@ -109,6 +109,10 @@ func (m *shrinkModel) build() (*difftest.Case, error) {
 				x = r.tail[i-len(r.vals)]
 			case i%2 == 1:
 				x = pastOddBits
+			}
+			if p.wide16() { // rows hold f32 bits (view.bits widens)
+				scores.SetU16(b*p.Stride+i, narrowBits(p.ScoreDType, x))
+				continue
 			}
 			scores.SetU32(b*p.Stride+i, x)
 		}

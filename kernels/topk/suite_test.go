@@ -9,9 +9,22 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// loadSuite reads fixtures/suites/NAME/topk.toml (paramtest.SuiteSpecs).
+// loadSuite reads this kernel's f32 suite file of one suite, topk.toml
+// (paramtest.SuiteSpecs).
 func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
-	return paramtest.SuiteSpecs(t, name, "topk.toml", KernelName)
+	t.Helper()
+	return loadSuiteFiles(t, name, "topk.toml")
+}
+
+// loadSuiteFiles reads the named suite files of one suite, in order
+// (paramtest.SuiteSpecs: each file holds only this kernel's cases).
+func loadSuiteFiles(t *testing.T, name string, files ...string) []difftest.CaseSpec {
+	t.Helper()
+	var specs []difftest.CaseSpec
+	for _, file := range files {
+		specs = append(specs, paramtest.SuiteSpecs(t, name, file, KernelName)...)
+	}
+	return specs
 }
 
 // TestSuitesCatchMutants drives each suite the way the harness does
@@ -24,7 +37,7 @@ func TestSuitesCatchMutants(t *testing.T) {
 			if suite == "default" && testing.Short() {
 				t.Skip("default suite in -short mode")
 			}
-			specs := loadSuite(t, suite)
+			specs := loadSuiteFiles(t, suite, "topk.toml", "v41_topk16.toml")
 			mutants := Mutants()
 			caught := make([]string, len(mutants))
 			start := time.Now()
@@ -76,7 +89,7 @@ func TestSuitesCatchMutants(t *testing.T) {
 // mutant is still caught at another seed (the suites do not depend on one
 // lucky draw).
 func TestQuickSeeds(t *testing.T) {
-	specs := loadSuite(t, "quick")
+	specs := loadSuiteFiles(t, "quick", "topk.toml", "v41_topk16.toml")
 	mutants := Mutants()
 	for seed := uint64(2); seed <= 4; seed++ {
 		caught := make([]bool, len(mutants))
@@ -123,6 +136,7 @@ func TestMutantsOneFault(t *testing.T) {
 		family string
 		params map[string]any
 	}
+	bf16, f16 := map[string]any{"dtype": ScoreBF16}, map[string]any{"dtype": ScoreF16}
 	tests := []struct {
 		mutant       string
 		passes, fail shape
@@ -137,6 +151,12 @@ func TestMutantsOneFault(t *testing.T) {
 		{"topk-dup-on-plateau", shape{"gaussian", p(nil, 500, 3)}, shape{"straddle", p(nil, 500)}},
 		{"topk-page-row0", shape{"gaussian", p(map[string]any{"pages": "identity"}, 500, 300, 3)}, shape{"gaussian", p(nil, 500, 300)}},
 		{"topk-short-row-order", shape{"gaussian", p(nil, 500, 65, 1)}, shape{"gaussian", p(nil, 500, 7)}},
+		// The 16-bit mutants are exact on f32 scores and on rows their
+		// key cannot mis-rank.
+		{"topk16-raw-bits", shape{"specials", p(nil, 500, 3)}, shape{"gaussian", p(bf16, 500)}},
+		{"topk16-one-pass", shape{"gaussian", p(nil, 500, 70)}, shape{"oneexp", p(bf16, 500)}},
+		{"topk16-raw-low-digit", shape{"relu", p(bf16, 500)}, shape{"oneexp", p(f16, 500, 500, 500, 500, 500, 500, 500, 500)}},
+		{"topk16-f16-bf16-key", shape{"oneexp", p(bf16, 500)}, shape{"oneexp", p(f16, 500)}},
 	}
 	byName := map[string]difftest.Mutant{}
 	for _, m := range Mutants() {

@@ -62,6 +62,76 @@ __device__ __forceinline__ uint32_t select_key(uint32_t bits)
 #endif
 }
 
+/* widen_f16 returns the f32 bits of the exact value of binary16 bits h
+ * (subnormals become normal f32 values; inf and NaN keep sign and
+ * payload), so key32 of it ranks f16 scores in the Key16 order
+ * (docs/contracts/topk_transform.md, "16-bit scores"). */
+__device__ __forceinline__ uint32_t widen_f16(uint32_t h)
+{
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t frac = h & 0x3FFu;
+    if (exp == 0x1Fu) return sign | 0x7F800000u | (frac << 13);
+    if (exp != 0u) return sign | ((exp + 112u) << 23) | (frac << 13);
+    if (frac == 0u) return sign;
+    int e = 113; /* subnormal: frac * 2^-24, normalise */
+    while ((frac & 0x400u) == 0u) {
+        frac <<= 1;
+        --e;
+    }
+    return sign | (static_cast<uint32_t>(e) << 23) | ((frac & 0x3FFu) << 13);
+}
+
+/* key16 is Key16 of 16-bit bits h; unkey32 inverts key32. The fault
+ * builds below use them to hand the select the key of a faulty 16-bit
+ * ranking, as f32 bits whose key32 it is. */
+__device__ __forceinline__ uint32_t key16(uint32_t h)
+{
+    return (h & 0x8000u) ? (~h & 0xFFFFu) : (h ^ 0x8000u);
+}
+__device__ __forceinline__ uint32_t unkey32(uint32_t k)
+{
+    return (k & 0x80000000u) ? (k ^ 0x80000000u) : ~k;
+}
+
+/* widen16 returns the f32 bits a 16-bit score is ranked by: its exact
+ * widening (bf16: h << 16; f16: widen_f16). */
+__device__ __forceinline__ uint32_t widen16(uint32_t h, int32_t dtype)
+{
+#if defined(KD_FAULT_TOPK16_RAW_BITS)
+    /* Fault: ranks by the raw 16-bit pattern, no sign flip. */
+    (void)dtype;
+    return unkey32(h << 16);
+#elif defined(KD_FAULT_TOPK16_ONE_PASS)
+    /* Fault: one 8-bit pass, the high Key16 digit alone; ties by position. */
+    (void)dtype;
+    return unkey32((key16(h) & 0xFF00u) << 16);
+#elif defined(KD_FAULT_TOPK16_RAW_LOW_DIGIT)
+    /* Fault: the second pass's digit is the raw low byte, not the key's. */
+    (void)dtype;
+    return unkey32(((key16(h) & 0xFF00u) | (h & 0xFFu)) << 16);
+#elif defined(KD_FAULT_TOPK16_F16_BF16_KEY)
+    /* Fault: f16 ranked at bf16 precision (the top half of key32). */
+    if (dtype == KD_TOPK_SCORES_F16) return unkey32(key32(widen_f16(h)) & 0xFFFF0000u);
+    return h << 16;
+#else
+    return dtype == KD_TOPK_SCORES_F16 ? widen_f16(h) : h << 16;
+#endif
+}
+
+/* Row reads one row of scores as f32 bits: f32 scores as they are, bf16
+ * and f16 scores (p.score_dtype) widened exactly, so the select below ranks
+ * every dtype by key32 and 16-bit rows come out in the Key16 order. */
+struct Row {
+    const void *base;
+    int32_t dtype;
+    __device__ __forceinline__ uint32_t operator[](int64_t i) const
+    {
+        if (dtype == KD_TOPK_SCORES_F32) return static_cast<const uint32_t *>(base)[i];
+        return widen16(static_cast<const uint16_t *>(base)[i], dtype);
+    }
+};
+
 /* is_nan reports whether f32 bits are a NaN of either sign. */
 __device__ __forceinline__ bool is_nan(uint32_t bits)
 {
@@ -152,7 +222,7 @@ __device__ __forceinline__ int32_t slot_of(const int32_t *page_row, int64_t i, i
  * of every key whose bits above the digit equal those of prefix. Keys
  * come from the candidate buffer (n_cand keys) when from_cand, else from
  * row[0, n). */
-__device__ __forceinline__ void histogram_digit(Shared &s, const uint32_t *row, int64_t n,
+__device__ __forceinline__ void histogram_digit(Shared &s, const Row &row, int64_t n,
                                                 bool from_cand, uint32_t n_cand, uint32_t prefix,
                                                 int shift, int bits)
 {
@@ -178,7 +248,7 @@ __device__ __forceinline__ void histogram_digit(Shared &s, const uint32_t *row, 
  * digit is bin0 and returns how many there were (which may exceed the
  * buffer; keys past kCandCap are not stored). Warp-aggregated atomics: the
  * buffer order varies between runs, its contents do not. */
-__device__ __forceinline__ uint32_t gather_candidates(Shared &s, const uint32_t *row, int64_t n,
+__device__ __forceinline__ uint32_t gather_candidates(Shared &s, const Row &row, int64_t n,
                                                       uint32_t bin0)
 {
     const int lane = threadIdx.x & 31;
@@ -246,10 +316,11 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
     if (b >= p.batch) return; /* whole block */
     const int32_t len = p.seq_lens[b];
     if (p.k != K || len < 0 || static_cast<int64_t>(len) > p.stride || p.log2_page < 0 ||
-        p.log2_page > 30) {
+        p.log2_page > 30 || p.score_dtype < KD_TOPK_SCORES_F32 || p.score_dtype > KD_TOPK_SCORES_F16) {
         __trap();
     }
-    const uint32_t *row = reinterpret_cast<const uint32_t *>(p.scores) + b * p.stride;
+    const int64_t elem = p.score_dtype == KD_TOPK_SCORES_F32 ? 4 : 2;
+    const Row row{static_cast<const unsigned char *>(p.scores) + b * p.stride * elem, p.score_dtype};
 #ifdef KD_FAULT_TOPK_PAGE_ROW0
     const int32_t *page_row = p.page_table; /* Fault: row 0's page table for every row. */
 #else
@@ -264,8 +335,8 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
      * unused, so the results stay right: only a memory checker sees it
      * (compute-sanitizer memcheck; the emulated driver's guard page). */
     if (b == 0 && threadIdx.x == 0) {
-        const volatile uint32_t *past =
-            reinterpret_cast<const volatile uint32_t *>(p.scores) + p.batch * p.stride + 64;
+        const volatile uint32_t *past = reinterpret_cast<const volatile uint32_t *>(
+            static_cast<const unsigned char *>(p.scores) + p.batch * p.stride * elem) + 64;
         const uint32_t v = *past;
         (void)v;
     }

@@ -49,7 +49,8 @@ extern "C" {
  * p.k equals the entry point's K, 0 <= seq_lens[b] <= stride, max_pages >=
  * ceil(L_b / P), every slot fits in int32, page_indices and raw_indices do
  * not alias the inputs. A block that sees p.k != K, a negative seq_len,
- * seq_len > stride or log2_page outside [0, 30] executes a trap before
+ * seq_len > stride, log2_page outside [0, 30] or an unknown score_dtype
+ * executes a trap before
  * writing anything (the launch fails with an error; other blocks may have
  * written their rows). Positions past L_b are never read.
  *
@@ -63,10 +64,18 @@ extern "C" {
 #define KD_TOPK_BINS         2048 /* histogram bins of the widest digit (11 bits) */
 #define KD_TOPK_CAND_CAP     4096 /* shared-memory candidate buffer, keys */
 
+/* kd_topk_params.score_dtype: the scores dtype. 16-bit scores are widened
+ * exactly to f32 on load (bf16: bits << 16; f16: the exact value, NaN
+ * payloads kept) and ranked by key32 of the widening, which is the Key16
+ * order of docs/contracts/topk_transform.md, "16-bit scores". */
+#define KD_TOPK_SCORES_F32  0
+#define KD_TOPK_SCORES_BF16 1
+#define KD_TOPK_SCORES_F16  2
+
 /* Parameters, passed by value to kd_topk_transform_<K>.
  * Device pointers; raw_indices may be NULL (not returned). */
 typedef struct {
-    const float   *scores;       /* f32 [batch, stride]; only [0, seq_lens[b]) of row b is read */
+    const void    *scores;       /* f32, bf16 or f16 (score_dtype) [batch, stride]; only [0, seq_lens[b]) of row b is read */
     const int32_t *seq_lens;     /* i32 [batch], 0 <= L_b <= stride */
     const int32_t *page_table;   /* i32 [batch, max_pages], max_pages >= ceil(L_b / P) */
     int32_t       *page_indices; /* out i32 [batch, K] */
@@ -76,6 +85,7 @@ typedef struct {
     int32_t        batch;        /* B */
     int32_t        log2_page;    /* log2 P, P = page size (power of two) */
     int32_t        k;            /* must equal the K of the entry point */
+    int32_t        score_dtype;  /* KD_TOPK_SCORES_F32 (0), _BF16 (1) or _F16 (2) */
 } kd_topk_params;
 
 /* The entry points of this kernel, one X(contract, entry, params struct,

@@ -9,6 +9,10 @@
  * then the lowest-positioned ties ascending, page slots in 64-bit. Each
  * launch runs twice, with different output poison, and must give the same
  * bytes. Positions past L hold +NaN, which would rank first if read.
+ * 16-bit cases (score_dtype bf16, f16) hand the kernel the 16-bit
+ * patterns and check it against key32 of their exact widening, computed
+ * here independently of topk.cu (widen16): the Key16 order of
+ * docs/contracts/topk_transform.md, "16-bit scores".
  * Flags: --big adds rows of 65537 and 262144 positions; --failfast stops at the first failing case (fault builds). */
 
 #include "../emu/host_emu.h"
@@ -63,8 +67,9 @@ uint32_t ref_key(float f)
 }
 
 struct Row {
-    std::vector<float> x; /* length L */
+    std::vector<float> x; /* length L; for 16-bit cases the exact widening of h */
     std::vector<int32_t> pages;
+    std::vector<uint16_t> h; /* 16-bit cases: the scores as the kernel reads them */
 };
 
 struct Case {
@@ -73,7 +78,20 @@ struct Case {
     int log2_page;
     bool raw;
     std::vector<Row> rows;
+    int dtype = KD_TOPK_SCORES_F32;
 };
+
+/* widen16 returns the exact value of bf16 or f16 bits as a float: bf16
+ * is the top half of binary32; f16 is computed with ldexp from its fields
+ * (inf and NaN by bits, keeping sign and payload). */
+float widen16(int dtype, uint16_t h)
+{
+    if (dtype == KD_TOPK_SCORES_BF16) return float_of(static_cast<uint32_t>(h) << 16);
+    const uint32_t sign = h >> 15, exp = (h >> 10) & 0x1Fu, frac = h & 0x3FFu;
+    if (exp == 0x1Fu) return float_of(sign << 31 | 0x7F800000u | frac << 13);
+    const double mag = exp ? std::ldexp(1024.0 + frac, static_cast<int>(exp) - 25) : std::ldexp(static_cast<double>(frac), -24);
+    return static_cast<float>(sign ? -mag : mag);
+}
 
 int64_t slot(const std::vector<int32_t> &pages, int64_t i, int lg)
 {
@@ -193,9 +211,14 @@ bool run_case(const Case &c)
         max_pages = std::max<int64_t>(max_pages, static_cast<int64_t>(r.pages.size()));
     }
     std::vector<float> scores(B * stride, float_of(0x7FC00000u)); /* +NaN past L */
+    const uint16_t nan16 = c.dtype == KD_TOPK_SCORES_F16 ? 0x7E00u : 0x7FC0u;
+    std::vector<uint16_t> scores16(c.dtype == KD_TOPK_SCORES_F32 ? 0 : B * stride, nan16); /* +NaN past L */
     std::vector<int32_t> lens(B), table(B * max_pages, 0x7FFFFFFF);
     for (int b = 0; b < B; ++b) {
-        std::copy(c.rows[b].x.begin(), c.rows[b].x.end(), scores.begin() + b * stride);
+        if (c.dtype == KD_TOPK_SCORES_F32)
+            std::copy(c.rows[b].x.begin(), c.rows[b].x.end(), scores.begin() + b * stride);
+        else
+            std::copy(c.rows[b].h.begin(), c.rows[b].h.end(), scores16.begin() + b * stride);
         std::copy(c.rows[b].pages.begin(), c.rows[b].pages.end(), table.begin() + b * max_pages);
         lens[b] = static_cast<int32_t>(c.rows[b].x.size());
     }
@@ -205,7 +228,8 @@ bool run_case(const Case &c)
         out[run][0].assign(B * c.k, poison);
         out[run][1].assign(B * c.k, poison);
         kd_topk_params p{};
-        p.scores = scores.data();
+        p.scores = c.dtype == KD_TOPK_SCORES_F32 ? static_cast<const void *>(scores.data()) : scores16.data();
+        p.score_dtype = c.dtype;
         p.seq_lens = lens.data();
         p.page_table = table.data();
         p.page_indices = out[run][0].data();
@@ -260,6 +284,44 @@ Row make_row(Rng &g, int64_t L, int lg, PageKind pk, int row_index, float (*valu
     if (pk == kPermutation)
         for (int64_t i = static_cast<int64_t>(r.pages.size()) - 1; i > 0; --i)
             std::swap(r.pages[i], r.pages[g.next() % (i + 1)]);
+    return r;
+}
+
+/* 16-bit patterns (the row's sign is drawn by the caller for h_one_exp). */
+uint16_t h_uniform(Rng &g, int, int64_t) { return static_cast<uint16_t>(g.next()); } /* NaNs, infs, subnormals of both signs */
+uint16_t h_gauss(Rng &g, int dtype, int64_t)
+{
+    if (dtype == KD_TOPK_SCORES_BF16) return static_cast<uint16_t>(bits_of(static_cast<float>(g.normal())) >> 16);
+    const uint64_t u = g.next(); /* sign, exponent 10..18, mantissa: |x| in [2^-5, 2^4) */
+    return static_cast<uint16_t>((u & 1) << 15 | (10 + (u >> 8) % 9) << 10 | ((u >> 20) & 0x3FF));
+}
+uint16_t h_one_exp(Rng &g, int dtype, int64_t)
+{
+    return dtype == KD_TOPK_SCORES_BF16 ? static_cast<uint16_t>(0x3F80u | (g.next() & 0x7Fu))
+                                        : static_cast<uint16_t>(0x3C00u | (g.next() & 0x3FFu));
+}
+uint16_t h_tiny(Rng &g, int dtype, int64_t) /* ±0 and subnormals only: the K-th among them */
+{
+    return static_cast<uint16_t>(g.next() & (dtype == KD_TOPK_SCORES_BF16 ? 0x807Fu : 0x83FFu));
+}
+uint16_t h_ties(Rng &g, int, int64_t) { return static_cast<uint16_t>(0x3FFEu + g.next() % 5); } /* around 0x4000 */
+
+/* make_row16 is make_row for a 16-bit row: h from value, x its widening;
+ * negate flips every sign bit. */
+Row make_row16(Rng &g, int dtype, int64_t L, int lg, int row_index, bool negate,
+               uint16_t (*value)(Rng &, int, int64_t))
+{
+    Row r;
+    r.h.resize(L);
+    r.x.resize(L);
+    for (int64_t i = 0; i < L; ++i) {
+        r.h[i] = static_cast<uint16_t>(value(g, dtype, i) ^ (negate ? 0x8000u : 0u));
+        r.x[i] = widen16(dtype, r.h[i]);
+    }
+    const int64_t np = (L + (int64_t{1} << lg) - 1) >> lg;
+    r.pages.resize(std::max<int64_t>(np, 1));
+    for (int64_t i = 0; i < static_cast<int64_t>(r.pages.size()); ++i)
+        r.pages[i] = static_cast<int32_t>(row_index * std::max<int64_t>(np, 1) + i);
     return r;
 }
 
@@ -331,6 +393,22 @@ int main(int argc, char **argv)
     add("neg_inf_masked", 512, 2, true, kPermutation, {2000}, v_neg_inf_masked);
     add("specials", 512, 0, true, kIdentity, {1500, 700}, v_specials);
     add("page_indices_only", 1024, 6, false, kPermutation, {5000, 100}, v_gauss);
+    /* 16-bit scores, pages of 8, rows up to 16384 */
+    auto add16 = [&](std::string name, int k, int dtype, std::vector<int64_t> lens,
+                     uint16_t (*value)(Rng &, int, int64_t)) {
+        Case c{name, k, 3, true, {}, dtype};
+        for (size_t b = 0; b < lens.size(); ++b)
+            c.rows.push_back(make_row16(g, dtype, lens[b], 3, static_cast<int>(b), b % 2 == 1, value));
+        cases.push_back(std::move(c));
+    };
+    for (int dt : {KD_TOPK_SCORES_BF16, KD_TOPK_SCORES_F16}) {
+        const std::string f = dt == KD_TOPK_SCORES_BF16 ? "bf16_" : "f16_";
+        add16(f + "gauss_lengths_k512", 512, dt, {0, 1, 7, 8, 9, 511, 512, 513, 3000, 16384}, h_gauss);
+        add16(f + "uniform_bits_k1024", 1024, dt, {16384, 5000, 1025}, h_uniform);
+        add16(f + "one_exp_k2048", 2048, dt, {16384, 16384, 4000}, h_one_exp);
+        add16(f + "ties_k512", 512, dt, {16384, 700}, h_ties);
+        add16(f + "subnormals_k512", 512, dt, {16384, 3000}, h_tiny);
+    }
     if (big) {
         add("length_65537", 2048, 0, true, kIdentity, {65537}, v_gauss);
         add("length_262144", 2048, 6, true, kPermutation, {262144}, v_gauss);
@@ -352,7 +430,7 @@ int main(int argc, char **argv)
     {
         std::vector<float> s(8, 1.0f);
         std::vector<int32_t> lens{9}, table{0, 1, 2, 3, 4, 5, 6, 7, 8}, page(512), raw(512);
-        kd_topk_params p{s.data(), lens.data(), table.data(), page.data(), raw.data(), 8, 9, 1, 0, 512};
+        kd_topk_params p{s.data(), lens.data(), table.data(), page.data(), raw.data(), 8, 9, 1, 0, 512, KD_TOPK_SCORES_F32};
         int traps = 0;
         launch(p, &traps); /* seq_len 9 > stride 8 */
         std::printf("%s trap on seq_len > stride (%d threads)\n", traps ? "ok  " : "FAIL", traps);
@@ -362,6 +440,12 @@ int main(int argc, char **argv)
         traps = 0;
         launch_k<512>(p, &traps);
         std::printf("%s trap on k != K (%d threads)\n", traps ? "ok  " : "FAIL", traps);
+        failed += traps == 0;
+        p.k = 512;
+        p.score_dtype = 3; /* unknown dtype */
+        traps = 0;
+        launch_k<512>(p, &traps);
+        std::printf("%s trap on score_dtype 3 (%d threads)\n", traps ? "ok  " : "FAIL", traps);
         failed += traps == 0;
     }
     std::printf("%s: %d failed\n", failed ? "FAIL" : "PASS", failed);

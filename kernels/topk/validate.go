@@ -24,7 +24,8 @@ import (
 //     stride ≤ MaxSeqLen, max_pages ≤ MaxPages, batch·stride ≤ MaxScores,
 //     batch·max_pages ≤ MaxTableEntries, batch·K ≤ MaxOutputEntries (the
 //     error names the parameter or product and the limit).
-//   - scores is f32 [batch, stride], seq_lens i32 [batch], page_table i32
+//   - score_dtype is "", "f32", "bf16" or "f16"; scores is f32 (BF16,
+//     F16 for a 16-bit score_dtype) [batch, stride], seq_lens i32 [batch], page_table i32
 //     [batch, max_pages], agreeing with the params; the declared outputs
 //     are page_indices i32 [batch, K] and, when return_raw, raw_indices
 //     i32 [batch, K].
@@ -44,6 +45,9 @@ func Validate(c *difftest.Case) error {
 		return err
 	}
 	if err := checkLimits(p); err != nil {
+		return err
+	}
+	if err := checkScoreDType(p.ScoreDType); err != nil {
 		return err
 	}
 	scores, seqLens, table, err := inputsOf(c)
@@ -126,7 +130,7 @@ func inputsOf(c *difftest.Case) (scores, seqLens, table *difftest.Tensor, err er
 		dtype difftest.DType
 		dst   **difftest.Tensor
 	}{
-		{TensorScores, difftest.F32, &scores},
+		{TensorScores, scoresDTypeOf(c), &scores},
 		{TensorSeqLens, difftest.I32, &seqLens},
 		{TensorPageTable, difftest.I32, &table},
 	}

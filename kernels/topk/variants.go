@@ -111,8 +111,9 @@ func (o order) doc() string {
 // Variants returns the semantic variants of topk_transform: every
 // non-empty combination of VariantNaNLargest, VariantZeroTie and
 // VariantNegInfMinusOne, with ties by the lowest positions and then the
-// same combinations with VariantTiesHighest (14 in all; the tie rule alone
-// is valid and not a variant). Each validates its case like the reference
+// same combinations with VariantTiesHighest (14; the tie rule alone
+// is valid and not a variant), then VariantNaNNeverSelected
+// (variants16.go). Each validates its case like the reference
 // and returns its errors; rows with L ≤ K come out as the contract's
 // 0 … L−1, −1 … (SGLang's fallback special-cases them so).
 func Variants() []triage.Variant {
@@ -126,7 +127,7 @@ func Variants() []triage.Variant {
 			})
 		}
 	}
-	return vs
+	return append(vs, variants16()...)
 }
 
 // Variants returns the semantic variants (triage.VariantProvider); see
