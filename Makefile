@@ -94,7 +94,7 @@ pytest:
 
 gotest:
 	scripts/setup-pytools
-	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test ./...
+	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -timeout 40m ./...
 
 # The emulated driver --impl emu loads (kernels/emu/libcuda_emu.cu).
 emu-lib:

@@ -56,13 +56,21 @@
 // unavailable for its cases.
 package proc
 
-import "github.com/kerneldiff/kerneldiff/difftest"
+import (
+	"context"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
 
 func init() {
 	difftest.RegisterImplPrefix("exec:", func(cmd string, opts difftest.ImplOptions) (difftest.Impl, error) {
 		return OpenExecImpl(cmd, opts.Timeout)
 	})
 	difftest.RegisterImplPrefix("serve:", func(cmd string, opts difftest.ImplOptions) (difftest.Impl, error) {
-		return NewServeImpl(cmd, opts.Timeout)
+		ctx := opts.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return NewServeImplContext(ctx, cmd, opts.Timeout)
 	})
 }

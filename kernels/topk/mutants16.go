@@ -41,7 +41,7 @@ func mutants16() []difftest.Mutant {
 		key := m.key
 		ms[i] = difftest.Mutant{Name: m.name, Fault: m.what, Run: func(c *difftest.Case, outs []*difftest.Tensor) error {
 			return runMutant16(c, outs, key)
-		}}
+		}, Applies: scores16Spec}
 	}
 	return ms
 }
@@ -74,4 +74,17 @@ func runMutant16(c *difftest.Case, outs []*difftest.Tensor, key key16Fault) erro
 		selectRadix(s.keys, v.p.K, pos, s)
 		return pos, b
 	})
+}
+
+// scores16Spec reports whether spec may be a case of 16-bit scores (the
+// only cases a topk16-* mutant differs from the reference on): its dtype
+// is bf16 or f16, or its parameters do not decode here (the selftest then
+// runs the case rather than guess).
+func scores16Spec(spec difftest.CaseSpec) bool {
+	fam, ok := familyByName(spec.Family)
+	if !ok || spec.Family == FamilyLiteral {
+		return true
+	}
+	g, err := decodeConfig(spec, fam)
+	return err != nil || g.ScoreDType != ""
 }
