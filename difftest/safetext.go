@@ -125,3 +125,32 @@ func unsafeRune(r rune) bool {
 	}
 	return false
 }
+
+// ColumnWidths returns, per column of a text table, the width of its
+// widest cell in runes (cells already made safe with SafeText).
+func ColumnWidths(rows [][]string) []int {
+	var widths []int
+	for _, row := range rows {
+		for j, c := range row {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	return widths
+}
+
+// PadRow lays out one row of a text table: each cell but the last
+// left-aligned to its column's width (ColumnWidths) and followed by two
+// spaces, the last as it is.
+func PadRow(row []string, widths []int) string {
+	var line strings.Builder
+	for j, c := range row {
+		line.WriteString(c)
+		if j < len(row)-1 {
+			line.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+		}
+	}
+	return line.String()
+}
