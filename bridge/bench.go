@@ -233,16 +233,11 @@ func (wk *worker) bench(req *request) reply {
 			plans[b][c] = l
 		}
 	}
-	start, err := d.EventCreate()
+	start, stop, release, err := eventPair(d)
 	if err != nil {
 		return wk.fault("cuEventCreate", err)
 	}
-	defer d.EventDestroy(start)
-	stop, err := d.EventCreate()
-	if err != nil {
-		return wk.fault("cuEventCreate", err)
-	}
-	defer d.EventDestroy(stop)
+	defer release()
 	br.Times = make([][]int64, nb)
 	order := make([]int, nb)
 	for i := 0; i < spec.Warmup+spec.Runs; i++ {
@@ -322,16 +317,11 @@ func (wk *worker) bandwidth(spec *bandwidthSpec) reply {
 	if err := d.MemsetD8(src, 0x5A, uint64(n)); err != nil {
 		return wk.fault("cuMemsetD8", err)
 	}
-	start, err := d.EventCreate()
+	start, stop, release, err := eventPair(d)
 	if err != nil {
 		return wk.fault("cuEventCreate", err)
 	}
-	defer d.EventDestroy(start)
-	stop, err := d.EventCreate()
-	if err != nil {
-		return wk.fault("cuEventCreate", err)
-	}
-	defer d.EventDestroy(stop)
+	defer release()
 	rep := &bandwidthReply{Bytes: n}
 	for i := 0; i < spec.Warmup+spec.Runs; i++ {
 		if err := d.EventRecord(start); err != nil {
@@ -477,3 +467,20 @@ func (b *baselineImpl) Close() error { return nil }
 // PropBaselineFatbin is the report property holding the hex SHA-256 of
 // the --baseline fatbin.
 const PropBaselineFatbin = "baseline_fatbin_sha256"
+
+// eventPair creates the start and stop events that time a region on the
+// device; release destroys both (stop first). On an error, cuEventCreate's,
+// nothing is left to release.
+func eventPair(d cuda.Driver) (start, stop cuda.Event, release func(), err error) {
+	if start, err = d.EventCreate(); err != nil {
+		return start, stop, nil, err
+	}
+	if stop, err = d.EventCreate(); err != nil {
+		d.EventDestroy(start)
+		return start, stop, nil, err
+	}
+	return start, stop, func() {
+		d.EventDestroy(stop)
+		d.EventDestroy(start)
+	}, nil
+}

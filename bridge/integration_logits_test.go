@@ -1,17 +1,12 @@
 package bridge
 
 import (
-	"context"
-	"encoding/binary"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/suite"
-	"github.com/kerneldiff/kerneldiff/fixtures"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
 )
 
@@ -23,13 +18,10 @@ import (
 // must catch).
 func fakeLogits(bug bool) fakecuda.Kernel {
 	return func(d *fakecuda.Driver, grid, block cuda.Dim3, args [][]byte) error {
-		a := args[0]
-		le := binary.LittleEndian
-		i64 := func(off int) int { return int(int64(le.Uint64(a[off:]))) }
-		i32 := func(off int) int { return int(int32(le.Uint32(a[off:]))) }
-		stride, maxPages, numPages := i64(48), i64(56), i64(64)
-		batch, heads, log2P, store, clean, tiles := i32(72), i32(76), i32(80), i32(84), i32(88), i32(92)
-		pitch, nextN, bf16Out := i64(96), i32(104), i32(108)
+		a := packedArgs(args[0])
+		stride, maxPages, numPages := a.i64(48), a.i64(56), a.i64(64)
+		batch, heads, log2P, store, clean, tiles := a.i32(72), a.i32(76), a.i32(80), a.i32(84), a.i32(88), a.i32(92)
+		pitch, nextN, bf16Out := a.i64(96), a.i32(104), a.i32(108)
 		rows := batch * nextN
 		if tiles != (stride+63)/64 || int(grid.X) != rows*tiles || block.X != 256 {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed, Desc: "launch geometry does not cover the rows and tiles"}
@@ -56,40 +48,23 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 		if nextN > 1 {
 			qShape, lensShape = []int{batch, nextN, heads, qHead}, []int{batch, nextN}
 		}
-		ts := map[string]*difftest.Tensor{}
-		read := func(off int, name string, dt difftest.DType, shape ...int) ([]byte, error) {
-			t := difftest.MustTensor(name, dt, shape...)
-			b, err := d.Bytes(fakecuda.Ptr(a, off), uint64(len(t.Data)))
-			if err != nil {
-				return nil, err
-			}
-			copy(t.Data, b)
-			ts[name] = t
-			return b, nil
+		r := newDeviceTensors(d, a)
+		if err := r.readAll(
+			devTensorAt{0, logits.NameQ, qType, qShape}, devTensorAt{8, logits.NameWeights, difftest.F32, []int{rows, heads}},
+			devTensorAt{16, logits.NameCache, difftest.U8, []int{numPages, pitch}}, devTensorAt{24, logits.NameSeqLens, difftest.I32, lensShape},
+			devTensorAt{32, logits.NamePageTable, difftest.I32, []int{batch, maxPages}},
+		); err != nil {
+			return err
 		}
-		for _, in := range []struct {
-			off   int
-			name  string
-			dt    difftest.DType
-			shape []int
-		}{
-			{0, logits.NameQ, qType, qShape}, {8, logits.NameWeights, difftest.F32, []int{rows, heads}},
-			{16, logits.NameCache, difftest.U8, []int{numPages, pitch}}, {24, logits.NameSeqLens, difftest.I32, lensShape},
-			{32, logits.NamePageTable, difftest.I32, []int{batch, maxPages}},
-		} {
-			if _, err := read(in.off, in.name, in.dt, in.shape...); err != nil {
-				return err
-			}
-		}
-		dev, err := read(40, logits.NameLogits, outType, rows, stride)
+		out, dev, err := r.read(40, logits.NameLogits, outType, rows, stride)
 		if err != nil {
 			return err
 		}
+		ts := r.ts
 		c, err := logits.FromTensors("device", params, ts)
 		if err != nil {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: err.Error()}
 		}
-		out := ts[logits.NameLogits]
 		if err := logits.Compute(c, out); err != nil {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: err.Error()}
 		}
@@ -109,53 +84,5 @@ func fakeLogits(bug bool) fakecuda.Kernel {
 // fake device: the packed struct, the grid and the guarded output travel
 // as on a GPU; a wrong score fails the case.
 func TestLogitsThroughHarness(t *testing.T) {
-	suite, err := suite.LoadSuiteFS(fixtures.Suites(), "quick")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ok := difftest.LookupKernel(logits.KernelName)
-	if !ok {
-		t.Fatal("indexer_logits not registered")
-	}
-	for _, tc := range []struct {
-		mode string
-		want difftest.Verdict
-	}{{"fake-logits", difftest.VerdictPass}, {"fake-logits-bug", difftest.VerdictFail}} {
-		t.Run(tc.mode, func(t *testing.T) {
-			im, err := newImpl(time.Minute, spawnTest(tc.mode), packers())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer im.Close()
-			ran := 0
-			for i, sc := range suite.Cases {
-				if sc.Spec.Kernel != logits.KernelName {
-					continue
-				}
-				_, c, err := difftest.GenerateCase(difftest.Item{Index: i, Seed: 1, SuiteCase: sc})
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec := difftest.NewRecord(c, "cuda")
-				cr := difftest.CaseRun{Impl: im, Timeout: time.Minute}
-				if _, err := cr.RunCase(context.Background(), k, c, rec); err != nil {
-					t.Fatalf("%s: %v", c.ID, err)
-				}
-				ran++
-				if tc.want == difftest.VerdictPass && rec.Verdict != difftest.VerdictPass {
-					t.Errorf("%s: %s (%s)", c.ID, rec.Class, rec.Message)
-				}
-				if tc.want == difftest.VerdictFail && rec.Verdict == difftest.VerdictFail {
-					t.Logf("%s caught: %s: %s", c.ID, rec.Class, rec.Message)
-					return
-				}
-			}
-			if ran == 0 {
-				t.Fatal("the quick suite has no indexer_logits case")
-			}
-			if tc.want == difftest.VerdictFail {
-				t.Errorf("the wrong score passed all %d cases", ran)
-			}
-		})
-	}
+	runQuickThroughHarness(t, logits.KernelName, "fake-logits", "fake-logits-bug", "wrong score")
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
 	"testing"
 	"time"
 
@@ -21,28 +20,19 @@ import (
 // worker checks every step in between: packing, pointers, guards, copies.
 func fakeTopk(bug bool) fakecuda.Kernel {
 	return func(d *fakecuda.Driver, grid, _ cuda.Dim3, args [][]byte) error {
-		a := args[0]
-		le := binary.LittleEndian
-		stride, maxPages := int(le.Uint64(a[40:])), int(le.Uint64(a[48:]))
-		batch, log2P, k := int(int32(le.Uint32(a[56:]))), int(int32(le.Uint32(a[60:]))), int(int32(le.Uint32(a[64:])))
+		a := packedArgs(args[0])
+		stride, maxPages := a.i64(40), a.i64(48)
+		batch, log2P, k := a.i32(56), a.i32(60), a.i32(64)
 		if int(grid.X) != batch {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed, Desc: "grid.x is not the batch"}
 		}
-		read := func(off int, name string, dt difftest.DType, shape ...int) (*difftest.Tensor, []byte, error) {
-			t := difftest.MustTensor(name, dt, shape...)
-			b, err := d.Bytes(fakecuda.Ptr(a, off), uint64(len(t.Data)))
-			if err != nil {
-				return nil, nil, err
-			}
-			copy(t.Data, b)
-			return t, b, nil
-		}
+		read := newDeviceTensors(d, a).read
 		// score_dtype at offset 68: KD_TOPK_SCORES_F32, _BF16, _F16.
 		dtypes := []struct {
 			dt   difftest.DType
 			name string
 		}{{difftest.F32, ""}, {difftest.BF16, topk.ScoreBF16}, {difftest.F16, topk.ScoreF16}}
-		code := int(int32(le.Uint32(a[68:])))
+		code := a.i32(68)
 		if code < 0 || code >= len(dtypes) {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: "score_dtype out of range"}
 		}

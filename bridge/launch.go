@@ -8,6 +8,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -133,3 +134,39 @@ func gridX(blocks int64, what string) (uint32, error) {
 
 // fmtEntry formats an entry point name, "kd_topk_transform_%d".
 func fmtEntry(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// blockLaunch is a launch of entry in blocks of threads threads with smem
+// bytes of dynamic shared memory, and nothing to launch yet (Grid.X 0, no
+// arguments): what a packer returns for an empty case.
+func blockLaunch(entry string, threads, smem int) launch {
+	return launch{Entry: entry, Block: cuda.Dim3{X: uint32(threads), Y: 1, Z: 1}, SharedMem: uint32(smem)}
+}
+
+// withStruct returns l over a one-dimensional grid of gx blocks, its one
+// kernel argument a size-byte buffer (the C parameter struct passed by
+// value) that pack fills; out is its first byte, for a cgo kd_pack_*
+// function that memcpy's the struct there.
+func (l launch) withStruct(gx uint32, size int, pack func(out unsafe.Pointer)) launch {
+	arg := make([]byte, size)
+	pack(unsafe.Pointer(&arg[0]))
+	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
+	l.Args = [][]byte{arg}
+	return l
+}
+
+// cFlag is a C int flag: 1 for true, 0 for false.
+func cFlag(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// enum maps a params string to its C header enum value (or flag).
+func enum(name, got string, values map[string]int32) (int32, error) {
+	v, ok := values[got]
+	if !ok {
+		return 0, difftest.Inputf(name, nil, "unknown value %q", got)
+	}
+	return v, nil
+}

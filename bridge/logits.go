@@ -64,7 +64,6 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
 )
@@ -185,15 +184,7 @@ func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if err != nil {
 		return launch{}, err
 	}
-	clean := int32(0)
-	if p.Clean {
-		clean = 1
-	}
-	l := launch{
-		Entry:     "kd_indexer_logits",
-		Block:     cuda.Dim3{X: uint32(C.kd_logits_threads), Y: 1, Z: 1},
-		SharedMem: uint32(C.kd_logits_dynamic_smem),
-	}
+	l := blockLaunch("kd_indexer_logits", C.kd_logits_threads, C.kd_logits_dynamic_smem)
 	if batch == 0 || stride == 0 {
 		return l, nil
 	}
@@ -205,13 +196,11 @@ func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if err != nil {
 		return launch{}, err
 	}
-	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
-	arg := make([]byte, logitsParamsSize)
-	C.kd_pack_logits((*C.uchar)(unsafe.Pointer(&arg[0])),
-		C.uint64_t(q.Ptr), C.uint64_t(weights.Ptr), C.uint64_t(cache.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr), C.uint64_t(logits.Ptr),
-		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int64_t(cache.Shape[0]),
-		C.int32_t(batch), C.int32_t(p.Heads), C.int32_t(log2P), C.int32_t(store), C.int32_t(clean), C.int32_t(tiles),
-		C.int64_t(pitch), C.int32_t(nextN), C.int32_t(bf16Out))
-	l.Args = [][]byte{arg}
-	return l, nil
+	return l.withStruct(gx, logitsParamsSize, func(out unsafe.Pointer) {
+		C.kd_pack_logits((*C.uchar)(out),
+			C.uint64_t(q.Ptr), C.uint64_t(weights.Ptr), C.uint64_t(cache.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr), C.uint64_t(logits.Ptr),
+			C.int64_t(stride), C.int64_t(table.Shape[1]), C.int64_t(cache.Shape[0]),
+			C.int32_t(batch), C.int32_t(p.Heads), C.int32_t(log2P), C.int32_t(store), C.int32_t(cFlag(p.Clean)), C.int32_t(tiles),
+			C.int64_t(pitch), C.int32_t(nextN), C.int32_t(bf16Out))
+	}), nil
 }

@@ -58,7 +58,6 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
@@ -69,15 +68,6 @@ const normRopeParamsSize = C.sizeof_kd_normrope_params
 func init() {
 	registerLauncher(launcher{Kernel: normrope.KernelName, Pack: packNormRope, Struct: "kd_normrope_params",
 		Header: "kernels/normrope/normrope.h", Size: normRopeParamsSize, Entries: []string{"kd_norm_rope_store"}})
-}
-
-// enum maps a params string to its normrope.h enum value.
-func enum(name, got string, values map[string]int32) (int32, error) {
-	v, ok := values[got]
-	if !ok {
-		return 0, difftest.Inputf(name, nil, "unknown value %q", got)
-	}
-	return v, nil
 }
 
 // packNormRope launches kd_norm_rope_store with KD_NORMROPE_THREADS
@@ -172,15 +162,7 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 			return launch{}, err
 		}
 	}
-	hadamard := int32(0)
-	if p.Hadamard {
-		hadamard = 1
-	}
-	l := launch{
-		Entry:     "kd_norm_rope_store",
-		Block:     cuda.Dim3{X: uint32(C.kd_normrope_threads), Y: 1, Z: 1},
-		SharedMem: uint32(C.kd_normrope_dynamic_smem),
-	}
+	l := blockLaunch("kd_norm_rope_store", C.kd_normrope_threads, C.kd_normrope_dynamic_smem)
 	if n == 0 {
 		return l, nil
 	}
@@ -188,14 +170,12 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 	if err != nil {
 		return launch{}, err
 	}
-	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
-	arg := make([]byte, normRopeParamsSize)
-	C.kd_pack_normrope((*C.uchar)(unsafe.Pointer(&arg[0])),
-		C.uint64_t(x.Ptr), C.uint64_t(weight.Ptr), C.uint64_t(biasPtr), C.uint64_t(freqs.Ptr),
-		C.uint64_t(positions.Ptr), C.uint64_t(outLoc.Ptr), C.uint64_t(cache.Ptr),
-		C.int64_t(xStride), C.int64_t(n), C.int64_t(freqs.Shape[0]), C.int64_t(cache.Shape[0]),
-		C.float(p.Eps), C.int32_t(log2P), C.int32_t(norm), C.int32_t(p.RopeOffset),
-		C.int32_t(style), C.int32_t(hadamard), C.int32_t(store), C.int32_t(scale))
-	l.Args = [][]byte{arg}
-	return l, nil
+	return l.withStruct(gx, normRopeParamsSize, func(out unsafe.Pointer) {
+		C.kd_pack_normrope((*C.uchar)(out),
+			C.uint64_t(x.Ptr), C.uint64_t(weight.Ptr), C.uint64_t(biasPtr), C.uint64_t(freqs.Ptr),
+			C.uint64_t(positions.Ptr), C.uint64_t(outLoc.Ptr), C.uint64_t(cache.Ptr),
+			C.int64_t(xStride), C.int64_t(n), C.int64_t(freqs.Shape[0]), C.int64_t(cache.Shape[0]),
+			C.float(p.Eps), C.int32_t(log2P), C.int32_t(norm), C.int32_t(p.RopeOffset),
+			C.int32_t(style), C.int32_t(cFlag(p.Hadamard)), C.int32_t(store), C.int32_t(scale))
+	}), nil
 }

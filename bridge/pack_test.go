@@ -66,21 +66,6 @@ func TestPackTopkLayout(t *testing.T) {
 	if u64(l.Args[0], 32) != 0 || i32(l.Args[0], 60) != 0 || l.Entry != "kd_topk_transform_512" {
 		t.Errorf("raw_indices %#x, log2_page %d, entry %s", u64(l.Args[0], 32), i32(l.Args[0], 60), l.Entry)
 	}
-	// FP4, next_n = 2, padded pages, bf16 logits: q [B, 2, H, 68], seq_lens
-	// [B, 2], weights and logits of B·2 rows; grid = rows · tiles.
-	ts := logitsTensors(3, 8, 130, 3, 9, 4608, difftest.U8)
-	ts["q"] = devTensor{difftest.U8, []int{3, 2, 8, 68}, 0x10000}
-	ts["weights"] = devTensor{difftest.F32, []int{6, 8}, 0x20000}
-	ts["seq_lens"] = devTensor{difftest.I32, []int{3, 2}, 0x40000}
-	ts["logits"] = devTensor{difftest.BF16, []int{6, 130}, 0x60000}
-	l, err = packLogits([]byte(`{"store":"fp4","page_size":64,"heads":8,"clean":true,"next_n":2,"page_stride":4608,"logits_dtype":"bf16"}`), ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := l.Args[0]; i32(a, 84) != 2 || i32(a, 72) != 3 || u64(a, 96) != 4608 || i32(a, 104) != 2 || i32(a, 108) != 1 || l.Grid.X != 18 {
-		t.Errorf("fp4: store %d batch %d page_stride %d next_n %d logits_bf16 %d grid %d; want 2 3 4608 2 1 18",
-			i32(a, 84), i32(a, 72), u64(a, 96), i32(a, 104), i32(a, 108), l.Grid.X)
-	}
 	// 16-bit scores: score_dtype names the scores dtype and is packed at
 	// offset 68 (KD_TOPK_SCORES_BF16 = 1, _F16 = 2); a tensor of another
 	// dtype, or an unknown score_dtype, is an error.

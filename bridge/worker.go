@@ -337,16 +337,11 @@ func (wk *worker) launch(module int, l launch) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	start, err := d.EventCreate()
+	start, stop, release, err := eventPair(d)
 	if err != nil {
 		return 0, err
 	}
-	defer d.EventDestroy(start)
-	stop, err := d.EventCreate()
-	if err != nil {
-		return 0, err
-	}
-	defer d.EventDestroy(stop)
+	defer release()
 	if err := d.EventRecord(start); err != nil {
 		return 0, err
 	}

@@ -2,9 +2,10 @@ package cuda
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 )
 
 // CheckLibraryPath refuses a driver library path (KD_LIBCUDA) that names
@@ -21,18 +22,5 @@ func CheckLibraryPath(path string) error {
 	if err != nil || st.Mode().IsRegular() {
 		return nil
 	}
-	kind := "not a regular file"
-	switch m := st.Mode(); {
-	case m.IsDir():
-		kind = "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a block device"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	}
-	return fmt.Errorf("driver library %s is %s, not a shared library file", path, kind)
+	return fmt.Errorf("driver library %s is %s, not a shared library file", path, filekind.Of(st.Mode()))
 }

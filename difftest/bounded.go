@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 )
 
 // ErrNotRegular is wrapped by the errors of OpenRegular and ReadFileLimit
@@ -80,20 +82,5 @@ func ReadFileLimit(path string, limit int64) ([]byte, error) {
 
 // notRegular names the kind of a file that is not regular.
 func notRegular(m fs.FileMode) error {
-	kind := "not a regular file"
-	switch {
-	case m.IsDir():
-		kind = "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a block device"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	case m&fs.ModeIrregular != 0:
-		kind = "a file of unknown type"
-	}
-	return fmt.Errorf("%w (%s)", ErrNotRegular, kind)
+	return fmt.Errorf("%w (%s)", ErrNotRegular, filekind.Of(m))
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
 )
 
@@ -32,19 +32,7 @@ const boundedAlloc = 64 << 20
 // boundedAlloc bytes.
 func bounded(t *testing.T, f func()) {
 	t.Helper()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running after 10 s: the input is waited on or read whole")
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > boundedAlloc {
-		t.Errorf("allocated %d bytes, want at most %d: the input was read before it was bounded", got, boundedAlloc)
-	}
+	boundtest.Within(t, t.Name(), 10*time.Second, boundedAlloc, f)
 }
 
 // sparseFile writes a safetensors file at path whose header is header and

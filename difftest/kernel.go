@@ -139,6 +139,22 @@ type Result struct {
 // Failed reports whether the result is a failure.
 func (r Result) Failed() bool { return r.Class != Pass }
 
+// CheckOneOutput is the first step of a comparator whose contract has one
+// output, named name: got and want must each hold exactly one tensor, and
+// check (the output's dtype and shape rule) must accept it. It returns a
+// BadOutput result saying which rule failed and ok false, or ok true.
+func CheckOneOutput(name string, got, want []*Tensor, check func(*Tensor) error) (r Result, ok bool) {
+	for _, ts := range [][]*Tensor{got, want} {
+		if len(ts) != 1 {
+			return Result{Class: BadOutput, Message: fmt.Sprintf("want 1 output (%s), got %d", name, len(ts))}, false
+		}
+		if err := check(ts[0]); err != nil {
+			return Result{Class: BadOutput, Message: err.Error()}, false
+		}
+	}
+	return Result{}, true
+}
+
 // Kernel is one kernel contract: generation, validation, reference,
 // comparison and its mutant catalog. Kernel packages implement it and call
 // RegisterKernel from init; the harness never imports them.

@@ -20,6 +20,7 @@ var layers = map[string]int{
 	"difftest/detmath":     0, // leaves: no project import
 	"difftest/numeric":     0,
 	"difftest/bench/stats": 0, // stdlib only (checked below)
+	"difftest/filekind":    0,
 	"difftest/rng":         1,
 	"difftest":             2, // the core
 	"difftest/suite":       3,
@@ -32,7 +33,7 @@ var layers = map[string]int{
 
 // stdlibOnly are the packages that import nothing outside the standard
 // library.
-var stdlibOnly = []string{"difftest/detmath", "difftest/numeric", "difftest/bench/stats"}
+var stdlibOnly = []string{"difftest/detmath", "difftest/numeric", "difftest/bench/stats", "difftest/filekind"}
 
 // TestLayers reads the imports of every package under difftest/ (go/build,
 // without its tests) and fails when one imports a package of the same or a

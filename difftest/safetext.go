@@ -33,30 +33,48 @@ func SafeText(s string) string {
 	if i < 0 {
 		return s
 	}
+	return escapeFrom(s, i, func(r rune) (string, bool) {
+		switch {
+		case r == '\t':
+			return `\t`, true
+		case r == '\n':
+			return `\n`, true
+		case r == '\r':
+			return `\r`, true
+		case r < 0x20 || r == 0x7f || unsafeRune(r):
+			return hexEscape(r), true
+		}
+		return "", false
+	})
+}
+
+// escapeFrom returns s with each rune for which escape gives a
+// replacement replaced by it and each byte of invalid UTF-8 by \xNN;
+// s[:i] is known to need none. It serves SafeText and XMLSafe.
+func escapeFrom(s string, i int, escape func(r rune) (string, bool)) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	b.WriteString(s[:i])
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
+		if r == utf8.RuneError && n == 1 {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
+		} else if e, ok := escape(r); ok {
+			b.WriteString(e)
+		} else {
 			b.WriteString(s[i : i+n])
 		}
 		i += n
 	}
 	return b.String()
+}
+
+// hexEscape is the visible escape of r: \xNN below U+0080, \uNNNN above.
+func hexEscape(r rune) string {
+	if r < 0x80 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
 }
 
 // SafeLine is SafeText for a one-line message: runs of white space (line
@@ -106,4 +124,33 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// ColumnWidths returns, per column of a text table, the width of its
+// widest cell in runes (cells already made safe with SafeText).
+func ColumnWidths(rows [][]string) []int {
+	var widths []int
+	for _, row := range rows {
+		for j, c := range row {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	return widths
+}
+
+// PadRow lays out one row of a text table: each cell but the last
+// left-aligned to its column's width (ColumnWidths) and followed by two
+// spaces, the last as it is.
+func PadRow(row []string, widths []int) string {
+	var line strings.Builder
+	for j, c := range row {
+		line.WriteString(c)
+		if j < len(row)-1 {
+			line.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+		}
+	}
+	return line.String()
 }

@@ -50,3 +50,18 @@ func TestSafeTextNoAlloc(t *testing.T) {
 		t.Errorf("SafeText of clean text allocates %v times", n)
 	}
 }
+
+// A hand-laid table: widths count runes (µ is one), each cell but the
+// last is padded to its column plus two spaces.
+func TestColumnWidthsPadRow(t *testing.T) {
+	rows := [][]string{{"CASE", "TIME", "X"}, {"a", "12µs", "long last"}}
+	w := ColumnWidths(rows)
+	if len(w) != 3 || w[0] != 4 || w[1] != 4 || w[2] != 9 {
+		t.Fatalf("ColumnWidths = %v, want [4 4 9]", w)
+	}
+	for i, want := range []string{"CASE  TIME  X", "a     12µs  long last"} {
+		if got := PadRow(rows[i], w); got != want {
+			t.Errorf("PadRow(%q) = %q, want %q", rows[i], got, want)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package difftest
 
 import (
-	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -29,22 +27,10 @@ func XMLSafe(s string) string {
 	if i == len(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !ok(r) && r < 0x80:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !ok(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
+	return escapeFrom(s, i, func(r rune) (string, bool) {
+		if ok(r) {
+			return "", false
 		}
-		i += n
-	}
-	return b.String()
+		return hexEscape(r), true
+	})
 }

@@ -84,3 +84,15 @@ func (w *Worst) Elements() []Element {
 	}
 	return els
 }
+
+// Offer lists the element that mk builds, at that ratio and key, when the
+// list admits it (Admits); mk is called only then, and the element's
+// Ratio is set to RatioOf(ratio).
+func (w *Worst) Offer(ratio float64, key [2]int, mk func() Element) {
+	if !w.Admits(ratio, key) {
+		return
+	}
+	el := mk()
+	el.Ratio = RatioOf(ratio)
+	w.Add(WorstItem{Element: el, Ratio: ratio, Key: key})
+}

@@ -74,3 +74,52 @@ func TestWorstMergeAnySplit(t *testing.T) {
 		}
 	}
 }
+
+// Offer builds an element only when the list admits it, and sets its
+// ratio: with the list full of ratio 2, a ratio 1 element is not built
+// and a ratio 3 one is listed first with Ratio 3.
+func TestWorstOffer(t *testing.T) {
+	var w Worst
+	for i := 0; i < MaxWorst; i++ {
+		w.Offer(2, [2]int{i, 0}, func() Element { return Element{Index: fmt.Sprint(i)} })
+	}
+	built := 0
+	w.Offer(1, [2]int{99, 0}, func() Element { built++; return Element{Index: "low"} })
+	if built != 0 {
+		t.Errorf("a ratio below the full list's last built its element")
+	}
+	w.Offer(3, [2]int{100, 0}, func() Element { built++; return Element{Index: "high"} })
+	if built != 1 || len(w.Items()) != MaxWorst {
+		t.Fatalf("built %d, listed %d; want 1, %d", built, len(w.Items()), MaxWorst)
+	}
+	if first := w.Items()[0]; first.Element.Index != "high" || first.Element.Ratio == nil || *first.Element.Ratio != 3 {
+		t.Errorf("first listed %+v, want high with ratio 3", first.Element)
+	}
+}
+
+// CheckOneOutput refuses a missing or extra output and an output its rule
+// rejects, naming them, and accepts one good tensor each.
+func TestCheckOneOutput(t *testing.T) {
+	good := MustTensor("out", F32, 2)
+	bad := MustTensor("out", I32, 2)
+	rule := func(x *Tensor) error {
+		if x.DType != F32 {
+			return fmt.Errorf("out: dtype must be f32, got %s", x.DType)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		got, want []*Tensor
+		msg       string
+	}{
+		{nil, []*Tensor{good}, "want 1 output (out), got 0"},
+		{[]*Tensor{good}, []*Tensor{good, good}, "want 1 output (out), got 2"},
+		{[]*Tensor{bad}, []*Tensor{good}, "out: dtype must be f32, got I32"},
+		{[]*Tensor{good}, []*Tensor{good}, ""},
+	} {
+		r, ok := CheckOneOutput("out", tc.got, tc.want, rule)
+		if ok != (tc.msg == "") || r.Message != tc.msg || (!ok && r.Class != BadOutput) {
+			t.Errorf("CheckOneOutput = %+v, %v; want message %q", r, ok, tc.msg)
+		}
+	}
+}

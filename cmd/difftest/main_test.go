@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,12 +32,7 @@ func TestQuickReferenceSeeds1To200(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, tail(stdout.String(), 40), stderr.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSONL(out, f)
+	rep, err := report.ReadJSONLFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
@@ -182,4 +183,23 @@ func suiteSpecs(t testing.TB, suiteName, file, kernel string, only bool) []difft
 		t.Fatalf("%s: no %s cases", path, kernel)
 	}
 	return specs
+}
+
+// InputDigests draws each of specs with k at seed 7 (key
+// rng.CaseKey(7, spec ID)) and lists every input's digest, one line
+// "NAME TENSOR DIGEST" each in order, for a kernel's golden file of input
+// digests (a changed line is a generator change).
+func InputDigests(t testing.TB, k difftest.Kernel, specs []difftest.CaseSpec) string {
+	t.Helper()
+	var b strings.Builder
+	for _, spec := range specs {
+		c, err := k.NewCase(spec, 7, rng.CaseKey(7, spec.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range c.Inputs {
+			fmt.Fprintf(&b, "%s %s %x\n", spec.Name, in.Name, in.Digest())
+		}
+	}
+	return b.String()
 }

@@ -9,32 +9,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // cheap runs f and fails when it takes more than 10 s or allocates more
 // than 64 MB.
 func cheap(t *testing.T, f func()) {
 	t.Helper()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running after 10 s")
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
-		t.Errorf("allocated %d bytes, want at most 64 MB", got)
-	}
+	boundtest.Within(t, t.Name(), 10*time.Second, 64<<20, f)
 }
 
 // TestLoadSuiteFileBounded: --suite of a device, a FIFO, a huge file or a

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
@@ -283,22 +282,10 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 			}
 		}
 	}
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for j, c := range row {
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
-		}
-	}
+	widths := difftest.ColumnWidths(table)
 	var b strings.Builder
 	for _, row := range table {
-		var line strings.Builder
-		for j, c := range row {
-			line.WriteString(c)
-			if j < len(row)-1 {
-				line.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+		b.WriteString(strings.TrimRight(difftest.PadRow(row, widths), " ") + "\n")
 	}
 	if len(bad) > 0 {
 		b.WriteString("\n")

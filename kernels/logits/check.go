@@ -53,13 +53,8 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	if err != nil {
 		return difftest.Result{Class: difftest.InvalidCase, Message: err.Error()}
 	}
-	for _, ts := range [][]*difftest.Tensor{got, want} {
-		if len(ts) != 1 {
-			return difftest.Result{Class: difftest.BadOutput, Message: fmt.Sprintf("want 1 output (%s), got %d", NameLogits, len(ts))}
-		}
-		if err := checkLogits(in.p, ts[0]); err != nil {
-			return difftest.Result{Class: difftest.BadOutput, Message: err.Error()}
-		}
+	if r, ok := difftest.CheckOneOutput(NameLogits, got, want, func(t *difftest.Tensor) error { return checkLogits(in.p, t) }); !ok {
+		return r
 	}
 	g := got[0]
 	var mu sync.Mutex
@@ -165,13 +160,7 @@ func (t *tally) record(failed, nonFinite bool, ratio float64, mk func() difftest
 	if ratio == 0 && !failed {
 		return
 	}
-	key := [2]int{b, s}
-	if !t.worst.Admits(ratio, key) {
-		return
-	}
-	el := mk()
-	el.Ratio = difftest.RatioOf(ratio)
-	t.worst.Add(difftest.WorstItem{Element: el, Ratio: ratio, Key: key})
+	t.worst.Offer(ratio, [2]int{b, s}, mk)
 }
 
 func (t *tally) result() difftest.Result {

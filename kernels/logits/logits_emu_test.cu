@@ -34,6 +34,8 @@
 
 #include "logits.cu"
 
+#include "../emu/contract_test.h"
+
 #include <sys/mman.h>
 
 #include <csignal>
@@ -47,43 +49,7 @@
 
 namespace {
 
-int g_failed = 0;
-
-void expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void expect(bool ok, const char *fmt, ...)
-{
-    if (ok) return;
-    ++g_failed;
-    if (g_failed > 20) return;
-    va_list ap;
-    va_start(ap, fmt);
-    std::printf("FAIL ");
-    std::vprintf(fmt, ap);
-    std::printf("\n");
-    va_end(ap);
-}
-
-float f_of(uint32_t u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-uint32_t u_of(float f)
-{
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-
-/* e4m3fn value of a code (OCP OFP8: bias 7, subnormals m * 2^-9). */
-double e4m3_value(uint8_t c)
-{
-    const int e = (c >> 3) & 15, m = c & 7;
-    if (e == 15 && m == 7) return NAN;
-    const double mag = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
-    return (c & 0x80) ? -mag : mag;
-}
+using namespace kd_contract_test;
 
 /* e2m1 value of a code (low nibble; OCP MX: bit 3 sign, magnitudes 0,
  * 0.5, 1, 1.5, 2, 3, 4, 6) times the ue8m0 scale 2^(e - 127); NaN for 0xFF. */

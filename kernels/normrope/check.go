@@ -81,13 +81,8 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	if err != nil {
 		return difftest.Result{Class: difftest.InvalidCase, Message: err.Error()}
 	}
-	for _, ts := range [][]*difftest.Tensor{got, want} {
-		if len(ts) != 1 {
-			return difftest.Result{Class: difftest.BadOutput, Message: fmt.Sprintf("want 1 output (%s), got %d", NameCache, len(ts))}
-		}
-		if err := checkCache(in.p, ts[0]); err != nil {
-			return difftest.Result{Class: difftest.BadOutput, Message: err.Error()}
-		}
+	if r, ok := difftest.CheckOneOutput(NameCache, got, want, func(t *difftest.Tensor) error { return checkCache(in.p, t) }); !ok {
+		return r
 	}
 	var mu sync.Mutex
 	total := newTally()
@@ -173,13 +168,7 @@ func (t *tally) record(token int, failed, nonFinite bool, ratio float64, mk func
 	if ratio == 0 && !failed {
 		return
 	}
-	key := [2]int{token, 0}
-	if !t.worst.Admits(ratio, key) {
-		return
-	}
-	el := mk()
-	el.Ratio = difftest.RatioOf(ratio)
-	t.worst.Add(difftest.WorstItem{Element: el, Ratio: ratio, Key: key})
+	t.worst.Offer(ratio, [2]int{token, 0}, mk)
 }
 
 func (t *tally) result(p Params, dontCareOK bool) difftest.Result {

@@ -2,13 +2,11 @@ package normrope
 
 import (
 	"flag"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
@@ -28,16 +26,6 @@ var digestCases = []difftest.CaseSpec{
 }
 
 func TestInputDigests(t *testing.T) {
-	var b strings.Builder
-	for _, spec := range digestCases {
-		c, err := NewCase(spec, 7, rng.CaseKey(7, spec.ID()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, in := range c.Inputs {
-			fmt.Fprintf(&b, "%s %s %x\n", spec.Name, in.Name, in.Digest())
-		}
-	}
-	golden.Check(t, filepath.Join("testdata", "digests.golden"), b.String(), *update,
+	golden.Check(t, filepath.Join("testdata", "digests.golden"), paramtest.InputDigests(t, Kernel{}, digestCases), *update,
 		"a generator change bumps difftest.GeneratorVersion and rewrites it with -update")
 }

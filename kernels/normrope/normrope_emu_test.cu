@@ -34,6 +34,8 @@
 
 #include "normrope.cu"
 
+#include "../emu/contract_test.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -44,42 +46,7 @@
 
 namespace {
 
-int g_failed = 0;
-
-void expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void expect(bool ok, const char *fmt, ...)
-{
-    if (ok) return;
-    ++g_failed;
-    if (g_failed > 20) return;
-    va_list ap;
-    va_start(ap, fmt);
-    std::printf("FAIL ");
-    std::vprintf(fmt, ap);
-    std::printf("\n");
-    va_end(ap);
-}
-
-float f_of(uint32_t u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-uint32_t u_of(float f)
-{
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-
-/* e4m3fn value of a code (OCP OFP8: bias 7, subnormals m * 2^-9). */
-double e4m3_value(uint8_t c)
-{
-    const int e = (c >> 3) & 15, m = c & 7;
-    const double mag = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
-    return (c & 0x80) ? -mag : mag;
-}
+using namespace kd_contract_test;
 
 uint8_t ref_e4m3(float q)
 {

@@ -10,7 +10,6 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // quick runs the command line and fails when it takes more than 20 s or
@@ -25,19 +25,7 @@ import (
 // 2.75·10^10-item runs).
 func quick(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() { defer close(done); code, stdout, stderr = run(t, args...) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("difftest %s: still running after 20 s", strings.Join(args, " "))
-	}
-	runtime.ReadMemStats(&after)
-	if a := after.TotalAlloc - before.TotalAlloc; a > 256<<20 {
-		t.Errorf("difftest %s: allocated %d bytes", strings.Join(args, " "), a)
-	}
+	boundtest.Within(t, "difftest "+strings.Join(args, " "), 20*time.Second, 256<<20, func() { code, stdout, stderr = run(t, args...) })
 	return code, stdout, stderr
 }
 

@@ -138,12 +138,7 @@ func TestReportsAndShardsMerge(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(stdout, "2 passed, 4 failed (mismatch 4) in ") {
 		t.Fatalf("merge: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	f, err := os.Open(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSONL(merged, f)
+	rep, err := report.ReadJSONLFile(merged)
 	if err != nil {
 		t.Fatal(err)
 	}

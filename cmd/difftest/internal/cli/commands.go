@@ -215,12 +215,12 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		for _, in := range ins {
-			if samePath(out, in) {
+			if difftest.SamePath(out, in) {
 				return usageErr(stderr, "merge: output %s is also an input; it would overwrite that shard's report", out)
 			}
 		}
 	}
-	if *junit != "" && samePath(*outPath, *junit) {
+	if *junit != "" && difftest.SamePath(*outPath, *junit) {
 		return usageErr(stderr, "merge: -o and --junit name the same file %s", *junit)
 	}
 	if err := checkOutputFiles("-o", *outPath, "--junit", *junit); err != nil {
@@ -268,22 +268,6 @@ func mergeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 const mergeUsage = "difftest merge -o OUT.jsonl [--junit FILE] SHARD.jsonl..."
-
-// samePath reports whether a and b name the same file: the same cleaned
-// absolute path, or, when both exist, the same file by os.SameFile (links).
-func samePath(a, b string) bool {
-	if aa, err := filepath.Abs(a); err == nil {
-		if bb, err := filepath.Abs(b); err == nil && aa == bb {
-			return true
-		}
-	}
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
-}
 
 // writeFileAtomic writes path through a temporary file in its folder,
 // renamed into place only when write and close succeed: an existing file

@@ -73,12 +73,7 @@ func TestInterruptReportsWhatFinished(t *testing.T) {
 	if got, want := stderr.String(), "difftest: interrupted by SIGTERM: 1 finished case(s) reported\n"; !strings.HasSuffix(got, want) || strings.Contains(got, "context canceled") {
 		t.Errorf("stderr = %q, want it to end with %q", got, want)
 	}
-	f, err := os.Open(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONLFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,12 +275,7 @@ func TestExecEscapedProcessIsReported(t *testing.T) {
 	if !strings.Contains(stdout, "FAIL    topk_transform/gaussian-k8  crash") || !strings.Contains(stdout, "¹ the exec program "+note) {
 		t.Errorf("the table lacks the crash or the footnote:\n%s", stdout)
 	}
-	f, err := os.Open(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSONL(jsonPath, f)
+	rep, err := report.ReadJSONLFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
 	}

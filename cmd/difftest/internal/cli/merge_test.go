@@ -72,12 +72,7 @@ func TestMergeCommand(t *testing.T) {
 	if code != 0 || stdout[:len("6 passed, 0 failed in ")] != "6 passed, 0 failed in " {
 		t.Fatalf("whole split: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSONL(out, f)
+	rep, err := report.ReadJSONLFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

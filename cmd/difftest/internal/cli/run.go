@@ -65,7 +65,7 @@ func (f *implFlags) replayOptions(ctx context.Context, suite string) difftest.Re
 // new file. The JUnit file itself is not touched before the run ends, so
 // a run that is killed leaves the previous one.
 func (f *implFlags) checkReportPaths(inFlagsAndPaths ...string) error {
-	if f.json != "" && f.junit != "" && samePath(f.json, f.junit) {
+	if f.json != "" && f.junit != "" && difftest.SamePath(f.json, f.junit) {
 		return fmt.Errorf("--json %s and --junit %s name the same file: give each report its own", f.json, f.junit)
 	}
 	if f.fatbin != "" {

@@ -63,12 +63,7 @@ func WriteBenchTable(w io.Writer, rep *bench.BenchReport) error {
 		rows = append(rows, []string{"geomean", "", "", fmt.Sprintf("%.3f", rep.Geomean), "", "", "", "", ""})
 		marks = append(marks, "")
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for j, c := range row {
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
-		}
-	}
+	widths := difftest.ColumnWidths(rows)
 	for i, row := range rows {
 		var line strings.Builder
 		for j, c := range row {

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
@@ -133,26 +132,14 @@ func WriteTable(w io.Writer, rep *report.Report) error {
 		}
 		marks[i] = strings.Join(ms, "")
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for j, c := range row {
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
-		}
-	}
+	widths := difftest.ColumnWidths(rows)
 	var b strings.Builder
 	for i, row := range rows {
-		var line strings.Builder
-		for j, c := range row {
-			if j == len(row)-1 {
-				line.WriteString(c)
-				break
-			}
-			line.WriteString(c + strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
-		}
+		line := difftest.PadRow(row, widths)
 		if i > 0 && marks[i-1] != "" {
-			line.WriteString(" " + marks[i-1])
+			line += " " + marks[i-1]
 		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 
 	var failed []*difftest.Record

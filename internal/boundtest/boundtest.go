@@ -1,0 +1,33 @@
+// Package boundtest is the resource check the hostile-input tests share
+// (docs/interfaces.md: every read of a file or of a child's output is
+// bounded before it is allocated): a call must return within a time limit
+// and allocate at most a given number of bytes.
+package boundtest
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// Within runs f and fails t when f has not returned after limit (an open
+// that blocks on a FIFO, a read of a 64 GiB file: t.Fatalf) or when the
+// process allocated more than maxAlloc bytes while it ran
+// (runtime.MemStats.TotalAlloc: t.Errorf). what names the call in the
+// messages.
+func Within(t testing.TB, what string, limit time.Duration, maxAlloc uint64, f func()) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("%s: still running after %v: the input is waited on or read whole", what, limit)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > maxAlloc {
+		t.Errorf("%s: allocated %d bytes, want at most %d: the input was read before it was bounded", what, got, maxAlloc)
+	}
+}
