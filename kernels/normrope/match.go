@@ -6,6 +6,8 @@
 package normrope
 
 import (
+	"bytes"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
@@ -49,8 +51,11 @@ func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftes
 		}
 		codesAt, scaleAt := slotBytes(p, int(slot))
 		n := Dim
-		if p.Store == StoreBF16 {
+		switch p.Store {
+		case StoreBF16:
 			n = 2 * Dim
+		case StoreFP4:
+			n = Dim / 2
 		}
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true
@@ -64,7 +69,27 @@ func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftes
 		if tb.dc != "" {
 			continue
 		}
-		if p.Store == StoreBF16 {
+		if p.Store == StoreFP4 {
+			// Two e2m1 codes a byte under the block scales: the same scale
+			// bytes, and each code equal or one representable value away.
+			if !bytes.Equal(x[scaleAt:scaleAt+4], y[scaleAt:scaleAt+4]) {
+				return false
+			}
+			for i := codesAt; i < codesAt+n; i++ {
+				for _, sh := range [2]uint{0, 4} {
+					a, b, w := x[i]>>sh&0xF, y[i]>>sh&0xF, r[i]>>sh&0xF
+					if numeric.E2M1CodeDistance(a, b) > 1 {
+						return false
+					}
+					if a != w {
+						sig++
+						if a == b {
+							kept++
+						}
+					}
+				}
+			}
+		} else if p.Store == StoreBF16 {
 			for i := codesAt; i < codesAt+n; i += 2 {
 				a, b, w := le16(x[i:]), le16(y[i:]), le16(r[i:])
 				if !nearBF16(a, b) {

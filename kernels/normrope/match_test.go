@@ -85,3 +85,46 @@ func TestMatchCandidateFreedoms(t *testing.T) {
 		t.Errorf("bf16 chain: diagnosed as %v, want %s and not bf16-truncate", m, VariantIntermediateBF16)
 	}
 }
+
+// TestMatchCandidateFP4 reads an FP4 slot as 64 code bytes and 4 scale
+// bytes: the mutant's own cache matches itself; a code one e2m1 value
+// away matches (another f32 summation order); two values away, a
+// changed scale byte, or a changed byte just past the slot's 64 code
+// bytes (the next slot's, which the match does not own) does not.
+func TestMatchCandidateFP4(t *testing.T) {
+	spec := difftest.CaseSpec{Kernel: KernelName, Family: "gaussian", Name: "m", Params: map[string]any{"preset": PresetV4FP4, "N": int64(2), "P": int64(4)}}
+	c, err := NewCase(spec, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := mutantOut(t, c, "fp4-nibble-swap")
+	p := c.Params.(Params)
+	codesAt, scaleAt := slotBytes(p, int(c.Input(NameOutLoc).I64(0)))
+	match := func(edit func(b []byte)) bool {
+		got := cand.Clone()
+		edit(got.Data)
+		return Kernel{}.MatchCandidate(c, "fp4-nibble-swap", []*difftest.Tensor{cand}, []*difftest.Tensor{got})
+	}
+	step := func(b []byte) { // one e2m1 value up or down, same sign
+		if b[codesAt]&7 == 7 {
+			b[codesAt]--
+		} else {
+			b[codesAt]++
+		}
+	}
+	if !match(func([]byte) {}) {
+		t.Error("the candidate's own cache does not match")
+	}
+	if !match(step) {
+		t.Error("a code one e2m1 value away does not match")
+	}
+	if match(func(b []byte) { b[codesAt] ^= 0x7 }) && cand.Data[codesAt]&7 != 0 && cand.Data[codesAt]&7 != 7 {
+		t.Error("a code several values away matches")
+	}
+	if match(func(b []byte) { b[scaleAt]++ }) {
+		t.Error("a changed scale byte matches")
+	}
+	if match(func(b []byte) { b[codesAt+Dim/2] ^= 0x11 }) {
+		t.Error("a byte past the slot's 64 code bytes matches")
+	}
+}
