@@ -215,12 +215,24 @@ func checkFatbin(path string, data []byte) ([]string, []cuda.FatbinImage) {
 	return errs, images
 }
 
-// trimPadding drops trailing zero bytes past the last container, keeping
-// a multiple of 8 bytes (container sizes are 8-byte multiples).
+// trimPadding drops zero padding after the last container: it walks the
+// containers by their headers and cuts at the first container boundary
+// after which every byte is zero. Zero bytes inside a container (a PTX
+// payload's terminator and alignment) are kept; a header it cannot read
+// leaves data whole, for ParseFatbin to report.
 func trimPadding(data []byte) []byte {
-	n := len(bytes.TrimRight(data, "\x00"))
-	n = (n + 7) &^ 7
-	return data[:min(n, len(data))]
+	le := binary.LittleEndian
+	for pos := 0; pos+16 <= len(data); {
+		if len(bytes.TrimRight(data[pos:], "\x00")) == 0 {
+			return data[:pos]
+		}
+		size := le.Uint64(data[pos+8:]) + uint64(le.Uint16(data[pos+6:]))
+		if size > uint64(len(data)-pos) {
+			return data
+		}
+		pos += int(size)
+	}
+	return data
 }
 
 var cuobjdumpRe = regexp.MustCompile(`(ELF|PTX) file\s+\d+:.*?sm_(\d+)`)

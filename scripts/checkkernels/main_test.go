@@ -100,6 +100,10 @@ func TestCheckKernels(t *testing.T) {
 	}{
 		{"every image, clean report", fatbin(16, good()...), report(false), 0,
 			[]string{"FATBIN: elf sm_90 (", "kd_norm_rope_store       sm_90      40       1024     16"}},
+		// nvcc's PTX payload ends in its NUL terminator and alignment zeros:
+		// they are part of the container, unlike zero padding after it.
+		{"PTX ending in zero bytes, then padding", fatbin(24, withPTXZeros(good())...), "", 0,
+			[]string{"FATBIN: elf sm_90 (", "ptx sm_120 ("}},
 		{"not a fatbin", []byte("not a fatbin at all"), "", 1,
 			[]string{"FATBIN: not a readable fatbin: fatbin: offset 0: magic"}},
 		{"compressed image", withEntries(func(es []entry) []entry { es[0].compressed = 10; return es }), "", 1,
@@ -162,4 +166,15 @@ func TestCheckKernelsUsage(t *testing.T) {
 	if rc := run([]string{filepath.Join(t.TempDir(), "none.fatbin")}, &stdout, &stderr); rc != 1 || !strings.Contains(stderr.String(), "none.fatbin: no such file") {
 		t.Errorf("missing file: exit %d, stderr %q", rc, stderr.String())
 	}
+}
+
+// withPTXZeros appends 16 zero bytes to the PTX image's payload, as nvcc
+// ends a PTX payload with its terminator and alignment.
+func withPTXZeros(es []entry) []entry {
+	for i := range es {
+		if es[i].kind == 1 {
+			es[i].payload = append(es[i].payload, make([]byte, 16)...)
+		}
+	}
+	return es
 }
