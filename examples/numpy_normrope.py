@@ -98,6 +98,8 @@ def _scales(z, scale_fmt):
 def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, rope_offset, rope_style,
                     store, scale_fmt, page_size, eps, hadamard=False, **params):
     """Write the keys of tokens with out_loc >= 0 into cache u8 [num_pages, page_bytes]."""
+    if store not in ("fp8", "bf16"):  # FP4 keys (store "fp4") are not written here: not tested
+        raise kerneldiff.Unsupported(f"store {store!r}: this example writes FP8 and BF16 keys only")
     tok = np.flatnonzero(out_loc >= 0)
     if tok.size == 0:
         return

@@ -23,14 +23,20 @@ Nothing past L in a row is read.
 import numpy as np
 
 import kerneldiff
-from kerneldiff.numerics import key32
+from kerneldiff.numerics import bf16_to_f32, key32
 
 
 @kerneldiff.implements("topk_transform")
 def topk_transform(scores, seq_lens, page_table, page_indices, raw_indices=None, *, K, P, **params):
-    """Fill page_indices (and raw_indices) i32 [B, K] from scores f32 [B, stride]."""
+    """Fill page_indices (and raw_indices) i32 [B, K] from scores f32, bf16 or f16 [B, stride]."""
     if P < 1 or P & (P - 1):
         raise ValueError(f"P = {P} is not a power of two")
+    # 16-bit scores rank as their exact f32 widening (the contract's Key16
+    # order): bf16 arrives as bit patterns (uint16), f16 as float16.
+    if params.get("score_dtype") == "bf16":
+        scores = bf16_to_f32(scores)
+    elif scores.dtype == np.float16:
+        scores = scores.astype(np.float32)
     log2p = P.bit_length() - 1
     for b in range(scores.shape[0]):
         L = int(seq_lens[b])

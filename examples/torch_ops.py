@@ -57,6 +57,10 @@ def _signed_key(scores):
 def topk_transform(scores, seq_lens, page_table, page_indices, raw_indices=None, *, K, P, **params):
     """Fill page_indices (and raw_indices) i32 [B, K]; see numpy_topk.py."""
     log2p = P.bit_length() - 1
+    if scores.dtype == torch.bfloat16:  # 16-bit scores rank as their exact f32 widening (Key16)
+        scores = (scores.view(torch.int16).to(torch.int32) << 16).view(torch.float32)
+    elif scores.dtype == torch.float16:  # torch's cast drops NaN payloads; NumPy's keeps them
+        scores = torch.from_numpy(scores.cpu().numpy().astype("float32")).to(scores.device)
     dev = scores.device
     lens = seq_lens.tolist()
     for b, L in enumerate(lens):
@@ -89,6 +93,8 @@ def _hadamard(y):
 def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, rope_offset, rope_style,
                     store, scale_fmt, page_size, eps, hadamard=False, **params):
     """Write tokens with out_loc >= 0 into cache u8 [num_pages, page_bytes]; see numpy_normrope.py."""
+    if store not in ("fp8", "bf16"):  # FP4 keys (store "fp4") are not written here: not tested
+        raise kerneldiff.Unsupported(f"store {store!r}: this example writes FP8 and BF16 keys only")
     tok = torch.nonzero(out_loc >= 0).flatten()
     if tok.numel() == 0:
         return

@@ -106,7 +106,7 @@ type ServeRequest struct {
 type ServeReply struct {
 	Type         string `json:"type"`   // "result"
 	Seq          uint64 `json:"seq"`    // the request's
-	Status       string `json:"status"` // "ok" or "error"
+	Status       string `json:"status"` // "ok", "error" or ServeUnsupported
 	Message      string `json:"message,omitempty"`
 	KernelTimeNS int64  `json:"kernel_time_ns,omitempty"`
 	Device       string `json:"device,omitempty"`
@@ -584,6 +584,10 @@ func (s *serveImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case
 		w := s.drop()
 		return difftest.RunInfo{Warnings: w}, rerr
 	}
+	if r.Status == ServeUnsupported {
+		return difftest.RunInfo{Warnings: warnings}, &difftest.RunError{Class: difftest.Unavailable, Skip: true,
+			Msg: "the program does not support this case: not tested; " + difftest.CaptureOneLine(r.Message)}
+	}
 	if r.Status == "error" {
 		// A program that cannot go on (a sticky CUDA error) replies, then
 		// exits: take it down now, so the next case starts a fresh one
@@ -626,8 +630,8 @@ func parseReply(b []byte, seq uint64) (ServeReply, *difftest.RunError) {
 		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply has type %q, want \"result\"", difftest.CaptureOneLine(r.Type))}
 	case r.Seq != seq:
 		return r, &difftest.RunError{Class: difftest.Crash, Msg: fmt.Sprintf("serve: protocol error: reply for request %d to request %d", r.Seq, seq)}
-	case r.Status != "ok" && r.Status != "error":
-		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply status %q, want \"ok\" or \"error\"", difftest.CaptureOneLine(r.Status))}
+	case r.Status != "ok" && r.Status != "error" && r.Status != ServeUnsupported:
+		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: reply status %q, want \"ok\", \"error\" or %q", difftest.CaptureOneLine(r.Status), ServeUnsupported)}
 	case r.KernelTimeNS < 0:
 		return r, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("serve: negative kernel_time_ns %d", r.KernelTimeNS)}
 	case len(r.Device) > ServeMaxText:
@@ -666,3 +670,10 @@ func (s *serveImpl) Close() error {
 	}
 	return err
 }
+
+// ServeUnsupported is the reply status by which a serve program says it
+// implements the kernel but not this case's configuration (a store
+// format, a dtype it does not handle): the case is not tested (skipped,
+// class unavailable), as under exec's ExecNotImplemented, instead of
+// failing. Its message says what is unsupported.
+const ServeUnsupported = "unsupported"

@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 
 from .capture import CaptureError, arg, capture, record  # noqa: E402
 from .numerics import bf16_from_f32, bf16_to_f32, e4m3fn_from_f32, e4m3fn_to_f32, key32  # noqa: E402
-from .registry import ContractError, implements  # noqa: E402
+from .registry import ContractError, Unsupported, implements  # noqa: E402
 from .server import ServeError, serve  # noqa: E402
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "record",
     "arg",
     "ContractError",
+    "Unsupported",
     "CaptureError",
     "ServeError",
     "bf16_from_f32",

@@ -27,7 +27,7 @@ from . import registry
 from .contracts import OutputSpec, lookup, output_specs
 from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
-from .registry import ContractError
+from .registry import ContractError, Unsupported
 from .stfile import Tensor, read_file, write_file
 
 __all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
@@ -161,7 +161,10 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         slot.name = s.name
         outputs[s.name] = slot
     runner = Runner(device, need_torch=impl.tensors == "torch")
-    ns = runner.run(impl, inputs, outputs, params)
+    try:
+        ns = runner.run(impl, inputs, outputs, params)
+    except Unsupported as e:
+        raise ExecError(f"exec: {kernel}: this case is not supported here ({e}): not tested", code=NOT_IMPLEMENTED) from None
     for n, slot in outputs.items():
         assert slot.buffer is not None
         g = slot.guard

@@ -40,7 +40,27 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-__all__ = ["ContractError", "Implementation", "implements", "get", "kernels", "clear", "call"]
+__all__ = ["ContractError", "Unsupported", "Implementation", "implements", "get", "kernels", "clear", "call"]
+
+
+class Unsupported(Exception):
+    """Raised by an implementation for a case it does not support.
+
+    The function implements the kernel but not this configuration (a store
+    format, a score dtype): the case is reported as not tested instead of
+    failed. ``serve`` replies with status ``"unsupported"``; ``exec`` exits
+    with status 125 (difftest's ExecNotImplemented).
+
+    Parameters
+    ----------
+    what : str
+        What is unsupported, in one line, e.g. ``"store 'fp4'"``.
+
+    Examples
+    --------
+    >>> if store == "fp4":
+    ...     raise kerneldiff.Unsupported("store 'fp4' (FP4 keys)")
+    """
 
 
 class ContractError(Exception):

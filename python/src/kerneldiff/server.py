@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 import numpy as np
 
 from . import __version__, registry
+from .registry import Unsupported
 from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .protocol import (
@@ -202,6 +203,9 @@ class _Loop:
                 continue
             try:
                 rep = self.handle(req)
+            except Unsupported as e:  # the case's configuration, not a failure: not tested
+                self.reply({"type": "result", "seq": req.seq, "status": "unsupported", "message": _clip(str(e), MAX_ERROR)})
+                continue
             except Exception as e:  # the function's failure is this case's, not the server's
                 print(f"kerneldiff serve: seq {req.seq} {req.case}: the implementation raised:", file=self.err)
                 traceback.print_exc(file=self.err)
