@@ -233,6 +233,7 @@ extern "C" __global__ void __launch_bounds__(KD_LOGITS_THREADS) kd_indexer_logit
     /* Stage the tile's keys (positions t0 + j < scored) and scales. */
 #ifdef KD_FAULT_LOGITS_PAGE_ROW0
     const int64_t trow = 0; /* Fault: page-table row 0 for every row. */
+    (void)b;
 #else
     const int64_t trow = b;
 #endif
