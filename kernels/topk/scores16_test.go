@@ -279,12 +279,14 @@ func TestFamilies16(t *testing.T) {
 // Validate and FromTensors check the scores dtype against score_dtype.
 func TestValidate16DType(t *testing.T) {
 	c := handCase16(t, ScoreBF16, 1, []uint16{0x3F80, 0x4000})
-	p, _ := paramsOf(c)
+	p, _ := paramsOf(c) // a copy: each change is set back into the case
 	p.ScoreDType = ScoreF16
+	c.Params = p
 	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "scores") {
 		t.Errorf("BF16 tensor under score_dtype f16: %v", err)
 	}
 	p.ScoreDType = "f8"
+	c.Params = p
 	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "score_dtype") {
 		t.Errorf("score_dtype f8: %v", err)
 	}
@@ -301,10 +303,19 @@ func TestValidate16DType(t *testing.T) {
 	if bp, _ := paramsOf(back); bp.ScoreDType != ScoreBF16 {
 		t.Errorf("FromTensors lost score_dtype: %+v", bp)
 	}
+	// A capture that leaves score_dtype out states it by the scores dtype;
+	// one that gives it must agree with the tensor.
 	p.ScoreDType = ""
 	js, _ = json.Marshal(p)
-	if _, err := FromTensors("cap", js, tensors); err == nil || !strings.Contains(err.Error(), "dtype must be F32, got BF16") {
+	if back, err := FromTensors("cap", js, tensors); err != nil {
 		t.Errorf("BF16 scores without score_dtype: %v", err)
+	} else if bp, _ := paramsOf(back); bp.ScoreDType != ScoreBF16 {
+		t.Errorf("BF16 scores without score_dtype read as %q, want bf16", bp.ScoreDType)
+	}
+	p.ScoreDType = ScoreF32
+	js, _ = json.Marshal(p)
+	if _, err := FromTensors("cap", js, tensors); err == nil || !strings.Contains(err.Error(), "dtype must be F32, got BF16") {
+		t.Errorf("BF16 scores under score_dtype f32: %v", err)
 	}
 }
 
