@@ -179,7 +179,7 @@ def test_record_failure_warns_and_op_runs(tmp_path):
         warnings.simplefilter("always")
         r = op(t["scores"].astype(np.float64), t["seq_lens"], t["page_table"], np.zeros((2, 8), np.int32), 4)
     assert r == "result" and op.captured == []
-    assert any("contract says F32, got F64" in str(x.message) for x in w)
+    assert any("contract says F32 or BF16 or F16, got F64" in str(x.message) for x in w)
 
 
 def test_record_checks_the_map_up_front(tmp_path):

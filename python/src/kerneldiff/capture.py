@@ -39,7 +39,7 @@ def _is_torch(x: Any) -> bool:
     return t is not None and isinstance(x, t.Tensor)
 
 
-def _to_host(name: str, x: Any, want: Optional[str]) -> Tensor:
+def _to_host(name: str, x: Any, want: Optional[str], allowed: Tuple[str, ...] = ()) -> Tensor:
     """Copy `x` (NumPy array or torch tensor on any device) to a host Tensor."""
     if _is_torch(x):
         import torch
@@ -61,8 +61,11 @@ def _to_host(name: str, x: Any, want: Optional[str]) -> Tensor:
             dt = name_of_numpy(arr.dtype)
         except ValueError as e:
             raise CaptureError(f"tensor {name!r}: {e}") from None
-        if dt == "U16" and want == "BF16":
+        if dt == "U16" and (want == "BF16" or want is None and "BF16" in allowed):
             dt = "BF16"  # NumPy holds bfloat16 as uint16 bits
+    if want is None and allowed and dt not in allowed:  # a param picks among these (score_dtype, store)
+        raise CaptureError(f"tensor {name!r}: the contract says {' or '.join(allowed)}, got {dt}{list(arr.shape)}; "
+                           "convert it in the map (a capture holds the bytes the contract describes)")
     if want is not None and dt != want:
         raise CaptureError(
             f"tensor {name!r}: the contract says {want}, got {dt}{list(arr.shape)}; convert it in the map, "
@@ -164,7 +167,8 @@ def capture(
     out: Dict[str, Tensor] = {}
     for name, x in tensors.items():
         want = (dtypes or {}).get(name) or (contract.input_dtype(name) if contract else None)
-        out[name] = _to_host(name, x, want)
+        allowed = contract.input_dtypes(name) if contract and not (dtypes or {}).get(name) else ()
+        out[name] = _to_host(name, x, want, allowed)
     try:
         pj = json.dumps(dict(params), separators=(",", ":"), default=_json_default, allow_nan=False)
     except (TypeError, ValueError) as e:
