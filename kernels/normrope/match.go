@@ -50,13 +50,7 @@ func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftes
 			continue
 		}
 		codesAt, scaleAt := slotBytes(p, int(slot))
-		n := Dim
-		switch p.Store {
-		case StoreBF16:
-			n = 2 * Dim
-		case StoreFP4:
-			n = Dim / 2
-		}
+		n := codeBytes(p)
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true
 		}

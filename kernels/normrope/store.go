@@ -40,6 +40,19 @@ func slotBytes(p Params, slot int) (codesAt, scaleAt int) {
 	return base + off*Dim, base + Dim*p.PageSize + off*4
 }
 
+// codeBytes returns the bytes of one slot's values at codesAt (slotBytes):
+// 128 e4m3fn codes for FP8, 256 for BF16's 128 values, 64 packed e2m1
+// bytes for FP4; the scale bytes, where the store has them, are apart.
+func codeBytes(p Params) int {
+	switch p.Store {
+	case StoreBF16:
+		return 2 * Dim
+	case StoreFP4:
+		return Dim / 2
+	}
+	return Dim
+}
+
 // fp8Scale returns the exact FP8 scale of a token whose largest magnitude
 // is amax: max(amax, 1e-4)/448, and for ue8m0 the next power of two up,
 // 2^ceil(log2 s). NaN amax gives NaN.

@@ -157,13 +157,7 @@ func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
 			continue
 		}
 		codesAt, scaleAt := slotBytes(p, int(slot))
-		n := Dim
-		switch p.Store {
-		case StoreBF16:
-			n = 2 * Dim
-		case StoreFP4:
-			n = Dim / 2
-		}
+		n := codeBytes(p)
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true
 		}
