@@ -101,8 +101,8 @@ type workerProc struct {
 // not a regular file (/dev/zero, a FIFO), is refused before it is read.
 const MaxFatbinBytes = 256 << 20
 
-// readFatbin reads the fatbin at path within MaxFatbinBytes.
-func readFatbin(path string) ([]byte, error) {
+// ReadFatbin reads the fatbin at path within MaxFatbinBytes.
+func ReadFatbin(path string) ([]byte, error) {
 	return difftest.ReadFileLimit(path, MaxFatbinBytes)
 }
 
@@ -124,9 +124,9 @@ const DefaultEmuDriver = "build/emu-driver/libcuda.so.1"
 // it is labelled emulated (difftest.PropEmulated).
 const EmulatorDevice = "kerneldiff host emulator"
 
-// driverPath is the library the `cuda` implementation's worker loads:
+// DriverPath is the library the `cuda` implementation's worker loads:
 // DriverEnv when set, else libcuda.so.1.
-func driverPath() string {
+func DriverPath() string {
 	if p := os.Getenv(DriverEnv); p != "" {
 		return p
 	}
@@ -151,10 +151,10 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if len(opts.Devices) == 1 {
 		opts.Device = opts.Devices[0]
 	}
-	if err := cuda.CheckLibraryPath(driverPath()); err != nil {
+	if err := cuda.CheckLibraryPath(DriverPath()); err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: DriverEnv + ": " + err.Error()}
 	}
-	im, err := newDeviceImpl(opts, "cuda", driverPath())
+	im, err := newDeviceImpl(opts, "cuda", DriverPath())
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable && noDevice(re.Msg) {
@@ -222,7 +222,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
-	fb, err := readFatbin(abs)
+	fb, err := ReadFatbin(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
@@ -236,7 +236,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	var baseFB []byte
 	if opts.Baseline != "" {
 		if baseAbs, err = filepath.Abs(opts.Baseline); err == nil {
-			baseFB, err = readFatbin(baseAbs)
+			baseFB, err = ReadFatbin(baseAbs)
 		}
 		if err != nil {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("baseline fatbin: %v", err)}

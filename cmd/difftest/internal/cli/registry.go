@@ -9,7 +9,7 @@ import (
 )
 
 // Command is a subcommand added to the built-in ones (cmd/difftest adds
-// bridge's "info", "gpu-selftest" and the hidden worker, and "study").
+// "info", "gpu-selftest" and the hidden worker over bridge, and "study").
 type Command struct {
 	Name    string
 	Summary string
