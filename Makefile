@@ -43,9 +43,10 @@ generate:
 test: kernels emu emu-driver bisect-test gotest pytest report-test recipes-test
 
 # The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
-# and the quick suite through the harness via the exec protocol.
+# and the emulator's own tests. (The quick suite through the harness on the
+# same source is emu-driver's.)
 emu:
-	scripts/test-kernels-emu --harness $(BUILD)/emu
+	scripts/test-kernels-emu $(BUILD)/emu
 
 # difftest's whole GPU path (dlopen shim, cgo launchers, worker and its
 # restarts) on kernels/emu/libcuda_emu.cu, a libcuda.so.1 that runs the

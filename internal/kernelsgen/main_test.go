@@ -46,7 +46,7 @@ func TestScanHandWorked(t *testing.T) {
 	write(t, root, "kernels/alpha/alpha.cu", "#include \"alpha.h\"\n")
 	write(t, root, "kernels/alpha/alpha.h", "/* x */\n#define KD_ALPHA_ENTRIES(X) \\\n    X(alpha_op, kd_alpha_64, kd_alpha_params, KD_ALPHA_THREADS) \\\n    X(alpha_op, kd_alpha_128, kd_alpha_params, (32 * 4))\n#define OTHER 1\n")
 	write(t, root, "kernels/beta/kernel.go", "package beta\nfunc init() { difftest.RegisterKernel(K{}) }\n")
-	write(t, root, "kernels/emu/emu_run.cu", "int main() {}\n")
+	write(t, root, "kernels/emu/libcuda_emu.cu", "int main() {}\n")
 	write(t, root, "kernels/gamma/x_test.go", "package gamma\nfunc init() { difftest.RegisterKernel(K{}) }\n")
 	k, err := Scan(root)
 	if err != nil {
