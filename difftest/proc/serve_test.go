@@ -28,15 +28,11 @@ import (
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// serveBuild builds testdata/serveimpl once per test binary.
+// serveBuild builds testdata/serveimpl once per test binary (testBuild),
+// into a folder whose name holds a space.
 func serveBuild(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "serve impl", "serveimpl")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/serveimpl: %v\n%s", err, out)
-	}
-	return bin
+	return testBuild(t, "./testdata/serveimpl", "serve impl", "")
 }
 
 // serveItems is the quick suite's cases whose ids match re.
