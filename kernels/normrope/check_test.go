@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
@@ -23,13 +24,10 @@ func genCase(t *testing.T, family string, params map[string]any) *difftest.Case 
 	return c
 }
 
+// reference returns the reference's cache of c (kerneltest.Reference).
 func reference(t *testing.T, c *difftest.Case) *difftest.Tensor {
 	t.Helper()
-	want := newCache(c)
-	if err := Compute(c, want); err != nil {
-		t.Fatal(err)
-	}
-	return want
+	return kerneltest.Reference(t, Kernel{}, c)[0]
 }
 
 func check(c *difftest.Case, got, want *difftest.Tensor) difftest.Result {
