@@ -10,6 +10,8 @@ package kerneltest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,11 +155,20 @@ func Mutant(t testing.TB, k difftest.Kernel, name string) difftest.Mutant {
 	return difftest.Mutant{}
 }
 
-// RoundTrip rebuilds c as a capture does (its params as JSON and its
-// inputs by name, through k.FromTensors) and validates the result,
-// failing t on any error. A kernel's test then checks that the rebuilt
-// case is the same case (same reference, same verdicts).
-func RoundTrip(t testing.TB, k difftest.Kernel, c *difftest.Case) *difftest.Case {
+// RunMutant returns the outputs k's catalog mutant name writes for c,
+// into poisoned outputs (Run), failing t when there is no such mutant or
+// it errs.
+func RunMutant(t testing.TB, k difftest.Kernel, c *difftest.Case, name string) []*difftest.Tensor {
+	t.Helper()
+	m := Mutant(t, k, name)
+	return Run(t, c, func(outs []*difftest.Tensor) error { return m.Run(c, outs) })
+}
+
+// Captured returns what a capture holds of c: its params as JSON and its
+// inputs by name (the same tensors, not copies), failing t when the params
+// do not marshal. A test deletes or changes entries to check FromTensors'
+// errors.
+func Captured(t testing.TB, c *difftest.Case) (json.RawMessage, map[string]*difftest.Tensor) {
 	t.Helper()
 	raw, err := json.Marshal(c.Params)
 	if err != nil {
@@ -167,6 +178,16 @@ func RoundTrip(t testing.TB, k difftest.Kernel, c *difftest.Case) *difftest.Case
 	for _, in := range c.Inputs {
 		tensors[in.Name] = in
 	}
+	return raw, tensors
+}
+
+// RoundTrip rebuilds c as a replay does, from what a capture holds of it
+// (Captured) through k.FromTensors, and validates the result, failing t
+// on any error. A kernel's test then checks that the rebuilt case is the
+// same case (same reference, same verdicts).
+func RoundTrip(t testing.TB, k difftest.Kernel, c *difftest.Case) *difftest.Case {
+	t.Helper()
+	raw, tensors := Captured(t, c)
 	r, err := k.FromTensors(c.ID, raw, tensors)
 	if err != nil {
 		t.Fatal(err)
@@ -231,4 +252,33 @@ func CheckShrunk(t testing.TB, k difftest.Kernel, impl difftest.Impl, orig *diff
 	if again.Class != res.Record.Class || again.Message != res.Record.Message || again.InputSHA256 != res.Record.InputSHA256 {
 		t.Errorf("replay: %s %q (%s), shrink said %s %q (%s)", again.Class, again.Message, again.InputSHA256, res.Record.Class, res.Record.Message, res.Record.InputSHA256)
 	}
+}
+
+// ShrinkEach is the shrink test of k's mutant catalog: for every mutant m
+// (a subtest each) it shrinks m's first failing case of specs
+// (FirstFailing) with triage.Shrink under cfg(m), whose Impl it sets to
+// m; checks what every shrink must hold (CheckShrunk); and calls check
+// for the kernel's own bounds on the shrunk case and its diagnosis. It
+// logs a table: mutant, case, original size, shrunk size
+// (triage.Reducer.SizeOf), attempts, time (go test -v).
+func ShrinkEach(t *testing.T, k difftest.Kernel, specs []difftest.CaseSpec, cfg func(m difftest.Mutant) triage.ShrinkConfig, check func(t *testing.T, m difftest.Mutant, res *triage.ShrinkResult)) {
+	t.Helper()
+	var table []string
+	for _, m := range k.Mutants() {
+		t.Run(m.Name, func(t *testing.T) {
+			impl := difftest.MutantImpl{Kernel: k.Name(), Mutant: m}
+			c, rec := FirstFailing(t, k, impl, specs)
+			sc := cfg(m)
+			sc.Impl = impl
+			res, err := triage.Shrink(context.Background(), k, c, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			table = append(table, fmt.Sprintf("%-24s %-52s %-48s %-44s %6d %8v", m.Name, strings.TrimPrefix(c.ID, k.Name()+"/"),
+				res.OriginalSize, res.ShrunkSize, res.Attempts, res.Elapsed.Round(time.Millisecond)))
+			check(t, m, res)
+			CheckShrunk(t, k, impl, rec, res)
+		})
+	}
+	t.Logf("mutant, case, original size, shrunk size, attempts, time:\n%s", strings.Join(table, "\n"))
 }

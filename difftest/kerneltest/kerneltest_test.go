@@ -90,6 +90,9 @@ func TestJudge(t *testing.T) {
 	if wantWhy := "mismatch: y[3]: got 5, want 4"; !failed || why != wantWhy {
 		t.Errorf("off-by-one: %v %q, want %q", failed, why, wantWhy)
 	}
+	if got := RunMutant(t, fake, c, "fake-off-by-one"); got[0].I32(3) != 5 || got[1].I32(2) != 3 {
+		t.Errorf("off-by-one wrote y[3] = %d, cache slot 2 = %d; want 5, 3", got[0].I32(3), got[1].I32(2))
+	}
 	r := record(t, func(tb testing.TB) { Mutant(tb, fake, "fake-none") })
 	if !r.fatal || !slices.Equal(r.errs, []string{"fake_scatter has no mutant fake-none"}) {
 		t.Errorf("unknown mutant: %q", r.errs)
@@ -116,9 +119,14 @@ func TestCatchMutants(t *testing.T) {
 	}
 }
 
-// RoundTrip rebuilds the case with the same inputs and params.
+// Captured holds the params as JSON and the inputs by name; RoundTrip
+// rebuilds the case with the same inputs and params.
 func TestRoundTrip(t *testing.T) {
 	c := Draw(t, fake, rampSpec, 1)
+	raw, tensors := Captured(t, c)
+	if string(raw) != `{"n":4,"slots":4}` || len(tensors) != 2 || tensors["x"] != c.Input("x") || tensors["out_loc"] != c.Input("out_loc") {
+		t.Errorf("captured %s, %v", raw, tensors)
+	}
 	r := RoundTrip(t, fake, c)
 	if r.ID != c.ID || r.Params != c.Params || difftest.InputDigest(r) != difftest.InputDigest(c) {
 		t.Errorf("round trip: %s %+v, want %s %+v, same inputs", r.ID, r.Params, c.ID, c.Params)
