@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/internal/golden"
@@ -490,21 +491,8 @@ func TestNewCaseAtLimits(t *testing.T) {
 // JSON has the same inputs and the same reference outputs.
 func TestFromTensorsRoundTrip(t *testing.T) {
 	c := gen(t, "needle", "rt", map[string]any{"K": int64(8), "P": int64(2), "lengths": ints(100, 5), "raw": false})
-	js, err := json.Marshal(c.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]*difftest.Tensor{}
-	for _, in := range c.Inputs {
-		m[in.Name] = in
-	}
-	r, err := FromTensors(c.ID, js, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(r); err != nil {
-		t.Fatal(err)
-	}
+	js, m := kerneltest.Captured(t, c)
+	r := kerneltest.RoundTrip(t, Kernel{}, c)
 	a, b := runRef(t, c), runRef(t, r)
 	if len(a) != 1 || len(b) != 1 || !slices.Equal(a[0].Data, b[0].Data) {
 		t.Errorf("reference differs after the round trip")
