@@ -260,21 +260,8 @@ func TestWrittenAndEquivalent(t *testing.T) {
 
 func TestFromTensorsRoundTrip(t *testing.T) {
 	c := genCase(t, "slots", map[string]any{"preset": "v32", "N": int64(9), "P": int64(4)})
-	raw, err := json.Marshal(c.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tensors := map[string]*difftest.Tensor{}
-	for _, in := range c.Inputs {
-		tensors[in.Name] = in
-	}
-	r, err := FromTensors(c.ID, raw, tensors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(r); err != nil {
-		t.Fatal(err)
-	}
+	raw, tensors := kerneltest.Captured(t, c)
+	r := kerneltest.RoundTrip(t, Kernel{}, c)
 	a, b := reference(t, c), reference(t, r)
 	if string(a.Data) != string(b.Data) {
 		t.Error("the rebuilt case computes different bytes")

@@ -6,23 +6,14 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // mutantOut runs the named catalog mutant on c into a canary-filled cache.
 func mutantOut(t *testing.T, c *difftest.Case, name string) *difftest.Tensor {
 	t.Helper()
-	for _, m := range Mutants() {
-		if m.Name == name {
-			got := newCache(c)
-			if err := m.Run(c, []*difftest.Tensor{got}); err != nil {
-				t.Fatal(err)
-			}
-			return got
-		}
-	}
-	t.Fatalf("no mutant %s", name)
-	return nil
+	return kerneltest.RunMutant(t, Kernel{}, c, name)[0]
 }
 
 // TestMatchCandidateFreedoms: a mutant is matched with the freedoms its
