@@ -335,41 +335,11 @@ func ordinary(b uint32) bool {
 // same key32 order, equal values staying equal: the negatives by −n … −1,
 // the positives by 1 … m, where with group g > 1 every g consecutive
 // distinct values of one sign share a number (fewer distinct values). It
-// reports whether anything changed.
+// reports whether anything changed (triage.RankMap).
 func rankMap(vals []uint32, group int) bool {
-	var neg, pos []uint32
-	for _, b := range vals {
-		if ordinary(b) {
-			if b>>31 == 1 {
-				neg = append(neg, numeric.Key32(b))
-			} else {
-				pos = append(pos, numeric.Key32(b))
-			}
-		}
-	}
-	slices.Sort(neg)
-	neg = slices.Compact(neg)
-	slices.Sort(pos)
-	pos = slices.Compact(pos)
-	changed := false
-	for i, b := range vals {
-		if !ordinary(b) {
-			continue
-		}
-		k := numeric.Key32(b)
-		var v float64
-		if b>>31 == 1 {
-			r, _ := slices.BinarySearch(neg, k) // 0 = most negative
-			v = -float64((len(neg)-1-r)/group + 1)
-		} else {
-			r, _ := slices.BinarySearch(pos, k)
-			v = float64(r/group + 1)
-		}
-		nb := math.Float32bits(float32(v))
-		changed = changed || nb != b
-		vals[i] = nb
-	}
-	return changed
+	negative := func(b uint32) bool { return b>>31 == 1 }
+	value := func(r int) uint32 { return math.Float32bits(float32(r)) }
+	return triage.RankMap(vals, group, ordinary, negative, numeric.Key32, value)
 }
 
 // densePages renumbers every row's used page ids (j < ceil(L/P)) to
