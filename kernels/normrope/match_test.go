@@ -119,3 +119,32 @@ func TestMatchCandidateFP4(t *testing.T) {
 		t.Error("a byte past the slot's 64 code bytes matches")
 	}
 }
+
+// nearE4M3 and nearBF16 on known codes: one step apart of one sign, ±0
+// (equal values) and the smallest subnormal beside each zero, both NaN;
+// not two steps, not across the sign, not a NaN beside a number.
+func TestNearCodes(t *testing.T) {
+	for _, tc := range []struct {
+		a, b uint8
+		want bool
+	}{
+		{0x38, 0x39, true}, {0x39, 0x38, true}, {0x38, 0x3A, false}, {0x00, 0x80, true},
+		{0x00, 0x01, true}, {0x80, 0x81, true}, {0x01, 0x81, false}, {0x00, 0x81, false},
+		{0x7F, 0xFF, true}, {0x7E, 0x7F, false}, {0xB8, 0xB9, true},
+	} {
+		if got := nearE4M3(tc.a, tc.b); got != tc.want {
+			t.Errorf("nearE4M3(0x%02X, 0x%02X) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b uint16
+		want bool
+	}{
+		{0x3F80, 0x3F81, true}, {0x3F80, 0x3F82, false}, {0x0000, 0x8000, true}, {0x8000, 0x8001, true},
+		{0x0001, 0x8001, false}, {0x7FC0, 0xFFC1, true}, {0x7F80, 0x7F7F, true}, {0x7F80, 0x7FC0, false},
+	} {
+		if got := nearBF16(tc.a, tc.b); got != tc.want {
+			t.Errorf("nearBF16(0x%04X, 0x%04X) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
