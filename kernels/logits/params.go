@@ -11,6 +11,7 @@ import (
 	"math/bits"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
 
 // KernelName is the contract name of docs/contracts/indexer_logits.md.
@@ -100,18 +101,11 @@ type Params struct {
 // Log2P returns log2 of the page size (PageSize must be a power of two).
 func (p Params) Log2P() int { return bits.TrailingZeros(uint(p.PageSize)) }
 
-// PageBytes returns the tight bytes of one cache page: 132·P for FP8 (128
-// code bytes and a 4-byte f32 scale per slot), 256·P for BF16, 68·P for
-// FP4 (64 code bytes and 4 ue8m0 bytes per slot).
-func (p Params) PageBytes() int {
-	switch p.Store {
-	case StoreBF16:
-		return 2 * Dim * p.PageSize
-	case StoreFP4:
-		return FP4TokenBytes * p.PageSize
-	}
-	return (Dim + 4) * p.PageSize
-}
+// PageBytes returns the tight bytes of one cache page, the layout
+// norm_rope_store writes (normrope.PageBytes): 132·P for FP8 (128 code
+// bytes and a 4-byte f32 scale per slot), 256·P for BF16, 68·P for FP4 (64
+// code bytes and 4 ue8m0 bytes per slot).
+func (p Params) PageBytes() int { return normrope.PageBytes(p.Store, p.PageSize) }
 
 // Pitch returns the bytes from one cache page to the next: PageStride, or
 // PageBytes when it is 0. Bytes [PageBytes, Pitch) of a page are padding,
