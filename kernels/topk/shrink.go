@@ -265,37 +265,37 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 			return rankMap(n.rows[b].vals, 2)
 		})
 	}
-	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		for _, s := range chunkSizes(L, maxChunksPerLevel) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"delete positions "+triage.Span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
-					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
-					return true
-				})
+	m.rowChunks(maxChunksPerLevel, func(b, s, i, j int) {
+		add(fmt.Sprintf("row %d: delete positions %s", b, triage.Span(i, j)), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
+			n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
+			return true
+		})
+	})
+	m.rowChunks(maxZeroChunks, func(b, s, i, j int) {
+		add(fmt.Sprintf("row %d: positions %s → +0", b, triage.Span(i, j)), fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
+			changed := false
+			for x := i; x < j; x++ {
+				changed = changed || n.rows[b].vals[x] != 0
+				n.rows[b].vals[x] = 0
 			}
-		}
-	}
-	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		for _, s := range chunkSizes(L, maxZeroChunks) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"positions "+triage.Span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
-					changed := false
-					for x := i; x < j; x++ {
-						changed = changed || n.rows[b].vals[x] != 0
-						n.rows[b].vals[x] = 0
-					}
-					return changed
-				})
-			}
-		}
-	}
+			return changed
+		})
+	})
 	return rs.List()
+}
+
+// rowChunks calls f for every row b and every chunk [i, j) of its valid
+// scores, row by row, chunk size s by size (chunkSizes(L, perLevel):
+// halving, at most perLevel chunks a level).
+func (m *shrinkModel) rowChunks(perLevel int, f func(b, s, i, j int)) {
+	for b, r := range m.rows {
+		L := len(r.vals)
+		for _, s := range chunkSizes(L, perLevel) {
+			for i := 0; i < L; i += s {
+				f(b, s, i, min(i+s, L))
+			}
+		}
+	}
 }
 
 // chunkSizes returns the chunk sizes of a halving pass over n items:
