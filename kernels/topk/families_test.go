@@ -29,18 +29,20 @@ func ints(xs ...int) []any {
 	return out
 }
 
-// gen draws a case and validates it.
+// gen draws a case at seed 1 and validates it (kerneltest.Draw).
 func gen(t testing.TB, family, name string, params map[string]any) *difftest.Case {
 	t.Helper()
-	spec := difftest.CaseSpec{Kernel: KernelName, Family: family, Name: name, Params: params}
-	c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-	if err != nil {
-		t.Fatalf("NewCase(%s): %v", spec.ID(), err)
+	return kerneltest.Draw(t, Kernel{}, difftest.CaseSpec{Kernel: KernelName, Family: family, Name: name, Params: params}, 1)
+}
+
+// params64 returns the params of a K = 64, P = 4 case with rows of the
+// given lengths, plus extra.
+func params64(extra map[string]any, lengths ...int) map[string]any {
+	m := map[string]any{"K": int64(64), "P": int64(4), "lengths": ints(lengths...)}
+	for k, v := range extra {
+		m[k] = v
 	}
-	if err := Validate(c); err != nil {
-		t.Fatalf("Validate(%s): %v", spec.ID(), err)
-	}
-	return c
+	return m
 }
 
 // rowBits returns scores[b][0:L].
@@ -99,14 +101,8 @@ func TestDigestsPinned(t *testing.T) {
 
 // TestFamilies checks what each family promises.
 func TestFamilies(t *testing.T) {
-	const K = 64
-	base := func(extra map[string]any, lengths ...int) map[string]any {
-		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
+	const K = 64 // params64's
+	base := params64
 	tests := []struct {
 		family string
 		params map[string]any

@@ -58,14 +58,7 @@ func TestQuickSeeds(t *testing.T) {
 // TestMutantsOneFault: each mutant is exact where its fault cannot bite
 // and wrong where it does.
 func TestMutantsOneFault(t *testing.T) {
-	const K = 64
-	p := func(extra map[string]any, lengths ...int) map[string]any {
-		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
+	p := params64
 	type shape struct {
 		family string
 		params map[string]any
