@@ -2,7 +2,6 @@ package kerneltest
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -10,34 +9,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/tbrecord"
 )
-
-// recorder is a testing.TB that keeps the failures instead of reporting
-// them; Fatalf ends the calling goroutine as testing's does.
-type recorder struct {
-	testing.TB
-	errs  []string
-	fatal bool
-}
-
-func (r *recorder) Helper()                   {}
-func (r *recorder) Logf(string, ...any)       {}
-func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
-func (r *recorder) Fatalf(f string, a ...any) {
-	r.errs = append(r.errs, fmt.Sprintf(f, a...))
-	r.fatal = true
-	runtime.Goexit()
-}
-func (r *recorder) Fatal(a ...any) { r.Fatalf("%s", fmt.Sprint(a...)) }
-
-// record runs f with a recorder in its own goroutine and returns it.
-func record(t *testing.T, f func(tb testing.TB)) *recorder {
-	r := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() { defer close(done); f(r) }()
-	<-done
-	return r
-}
 
 var fake = fakekernel.Kernel{}
 
@@ -54,9 +27,9 @@ func TestDraw(t *testing.T) {
 	}
 	bad := rampSpec
 	bad.Params = map[string]any{"n": int64(4), "invalid": true}
-	r := record(t, func(tb testing.TB) { Draw(tb, fake, bad, 1) })
-	if !r.fatal || len(r.errs) != 1 || !strings.HasPrefix(r.errs[0], bad.ID()+": ") || !strings.Contains(r.errs[0], "out_loc") {
-		t.Errorf("invalid draw: %q (fatal %v)", r.errs, r.fatal)
+	r := tbrecord.Run(t, func(tb testing.TB) { Draw(tb, fake, bad, 1) })
+	if !r.Stopped || len(r.Errs) != 1 || !strings.HasPrefix(r.Errs[0], bad.ID()+": ") || !strings.Contains(r.Errs[0], "out_loc") {
+		t.Errorf("invalid draw: %q (fatal %v)", r.Errs, r.Stopped)
 	}
 }
 
@@ -93,9 +66,9 @@ func TestJudge(t *testing.T) {
 	if got := RunMutant(t, fake, c, "fake-off-by-one"); got[0].I32(3) != 5 || got[1].I32(2) != 3 {
 		t.Errorf("off-by-one wrote y[3] = %d, cache slot 2 = %d; want 5, 3", got[0].I32(3), got[1].I32(2))
 	}
-	r := record(t, func(tb testing.TB) { Mutant(tb, fake, "fake-none") })
-	if !r.fatal || !slices.Equal(r.errs, []string{"fake_scatter has no mutant fake-none"}) {
-		t.Errorf("unknown mutant: %q", r.errs)
+	r := tbrecord.Run(t, func(tb testing.TB) { Mutant(tb, fake, "fake-none") })
+	if !r.Stopped || !slices.Equal(r.Errs, []string{"fake_scatter has no mutant fake-none"}) {
+		t.Errorf("unknown mutant: %q", r.Errs)
 	}
 }
 
@@ -105,17 +78,17 @@ func TestCatchMutants(t *testing.T) {
 	specs := []difftest.CaseSpec{rampSpec}
 	CatchMutants(t, fake, "ramp", specs, 1, fake.Mutants(), nil)
 	same := difftest.Mutant{Name: "fake-same", Run: fake.Reference}
-	r := record(t, func(tb testing.TB) { CatchMutants(tb, fake, "ramp", specs, 1, append(fake.Mutants(), same), nil) })
-	if !slices.Equal(r.errs, []string{"mutant fake-same is not caught by suite ramp"}) {
-		t.Errorf("errors %q", r.errs)
+	r := tbrecord.Run(t, func(tb testing.TB) { CatchMutants(tb, fake, "ramp", specs, 1, append(fake.Mutants(), same), nil) })
+	if !slices.Equal(r.Errs, []string{"mutant fake-same is not caught by suite ramp"}) {
+		t.Errorf("errors %q", r.Errs)
 	}
 	// A judgement that fails the reference is reported for every case.
 	never := func(*difftest.Case, []*difftest.Tensor, func([]*difftest.Tensor) error) (bool, string) {
 		return true, "never"
 	}
-	r = record(t, func(tb testing.TB) { CatchMutants(tb, fake, "ramp", specs, 1, nil, never) })
-	if !slices.Equal(r.errs, []string{"fake_scatter/ramp-4: reference fails its own check: never"}) {
-		t.Errorf("errors %q", r.errs)
+	r = tbrecord.Run(t, func(tb testing.TB) { CatchMutants(tb, fake, "ramp", specs, 1, nil, never) })
+	if !slices.Equal(r.Errs, []string{"fake_scatter/ramp-4: reference fails its own check: never"}) {
+		t.Errorf("errors %q", r.Errs)
 	}
 }
 
@@ -144,19 +117,19 @@ func TestShrinkChecks(t *testing.T) {
 	}
 	_, out := RunCase(t, fake, impl, c)
 	res := &triage.ShrinkResult{Original: c, Shrunk: c, Record: rec, Outcome: out}
-	r := record(t, func(tb testing.TB) { CheckShrunk(tb, fake, impl, rec, res) })
-	if len(r.errs) != 1 || !strings.HasPrefix(r.errs[0], "suite entry: ") || !strings.Contains(r.errs[0], triage.ErrNoSuiteEntry.Error()) {
-		t.Errorf("errors %q, want the suite entry's alone", r.errs)
+	r := tbrecord.Run(t, func(tb testing.TB) { CheckShrunk(tb, fake, impl, rec, res) })
+	if len(r.Errs) != 1 || !strings.HasPrefix(r.Errs[0], "suite entry: ") || !strings.Contains(r.Errs[0], triage.ErrNoSuiteEntry.Error()) {
+		t.Errorf("errors %q, want the suite entry's alone", r.Errs)
 	}
 	other := *rec
 	other.Class = difftest.Guard
-	r = record(t, func(tb testing.TB) { CheckShrunk(tb, fake, impl, &other, res) })
-	if len(r.errs) != 2 || r.errs[0] != "shrunk case: fail mismatch, the original guard" {
-		t.Errorf("errors %q", r.errs)
+	r = tbrecord.Run(t, func(tb testing.TB) { CheckShrunk(tb, fake, impl, &other, res) })
+	if len(r.Errs) != 2 || r.Errs[0] != "shrunk case: fail mismatch, the original guard" {
+		t.Errorf("errors %q", r.Errs)
 	}
 	pass := difftest.MutantImpl{Kernel: fakekernel.Name, Mutant: difftest.Mutant{Name: "fake-same", Run: fake.Reference}}
-	r = record(t, func(tb testing.TB) { FirstFailing(tb, fake, pass, []difftest.CaseSpec{rampSpec}) })
-	if !r.fatal || !slices.Equal(r.errs, []string{"mutant:fake-same passes every case"}) {
-		t.Errorf("errors %q", r.errs)
+	r = tbrecord.Run(t, func(tb testing.TB) { FirstFailing(tb, fake, pass, []difftest.CaseSpec{rampSpec}) })
+	if !r.Stopped || !slices.Equal(r.Errs, []string{"mutant:fake-same passes every case"}) {
+		t.Errorf("errors %q", r.Errs)
 	}
 }
