@@ -17,19 +17,11 @@ import (
 
 // TestDescribeFamiliesMatchesParser checks the family documentation
 // against CheckSpec (paramtest.CheckFamilies), each family's doc against
-// FamilyDoc, and that exactly lengths is marked required.
+// FamilyDoc, and that exactly lengths is marked required
+// (paramtest.CheckFamilyDocs).
 func TestDescribeFamiliesMatchesParser(t *testing.T) {
 	paramtest.CheckFamilies(t, Kernel{}, ".", 13, "K") // K: a topk param, unknown here
-	for _, fi := range (Kernel{}).DescribeFamilies() {
-		if fi.Doc != FamilyDoc(fi.Name) {
-			t.Errorf("family %s: doc %q, want FamilyDoc's", fi.Name, fi.Doc)
-		}
-		for _, p := range fi.Params {
-			if p.Required != (p.Name == "lengths") {
-				t.Errorf("family %s param %s: required = %v", fi.Name, p.Name, p.Required)
-			}
-		}
-	}
+	paramtest.CheckFamilyDocs(t, Kernel{}, FamilyDoc, func(_, param string) bool { return param == "lengths" })
 }
 
 // CheckSpec must agree with NewCase: the same error, or nil exactly when
