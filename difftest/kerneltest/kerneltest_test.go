@@ -133,3 +133,41 @@ func TestShrinkChecks(t *testing.T) {
 		t.Errorf("errors %q", r.Errs)
 	}
 }
+
+// specChecking is fake_scatter with a CheckSpec: NewCase's answer, or with
+// lax, nil whatever the spec.
+type specChecking struct {
+	fakekernel.Kernel
+	lax bool
+}
+
+func (k specChecking) CheckSpec(spec difftest.CaseSpec) error {
+	if k.lax {
+		return nil
+	}
+	_, err := k.NewCase(spec, 1, 1)
+	return err
+}
+
+// CheckSpecAgrees returns CheckSpec's answer when it is NewCase's, and
+// names the spec where they differ; SuiteEntry stops at a kernel that
+// writes no suite entry.
+func TestCheckSpecAgreesSuiteEntry(t *testing.T) {
+	bad := difftest.CaseSpec{Kernel: fakekernel.Name, Family: "ramp", Name: "big", Params: map[string]any{"n": int64(1 << 21)}}
+	wantErr := "case fake_scatter/big: n 2097152 and slots 2097152 must be in [0, 2^20]"
+	if err := CheckSpecAgrees(t, specChecking{}, bad); err == nil || err.Error() != wantErr {
+		t.Errorf("agreeing CheckSpec returned %v, want %q", err, wantErr)
+	}
+	if err := CheckSpecAgrees(t, specChecking{}, rampSpec); err != nil {
+		t.Errorf("a valid spec: %v", err)
+	}
+	r := tbrecord.Run(t, func(tb testing.TB) { CheckSpecAgrees(tb, specChecking{lax: true}, bad) })
+	if len(r.Errs) != 1 || r.Errs[0] != "fake_scatter/big map[n:2097152]: CheckSpec <nil>, NewCase "+wantErr {
+		t.Errorf("disagreeing CheckSpec: %q", r.Errs)
+	}
+	c := Draw(t, fake, rampSpec, 1)
+	r = tbrecord.Run(t, func(tb testing.TB) { SuiteEntry(tb, specChecking{}, c, "e") })
+	if !r.Stopped || len(r.Errs) != 1 || !strings.Contains(r.Errs[0], triage.ErrNoSuiteEntry.Error()) {
+		t.Errorf("no suite entry writer: %q", r.Errs)
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
@@ -27,14 +27,7 @@ func TestDescribeFamiliesMatchesParser(t *testing.T) {
 // CheckSpec must agree with NewCase: the same error, or nil exactly when
 // NewCase draws the case.
 func TestCheckSpecAgreesWithNewCase(t *testing.T) {
-	agree := func(spec difftest.CaseSpec) error {
-		checkErr := CheckSpec(spec)
-		_, drawErr := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if (checkErr == nil) != (drawErr == nil) || (checkErr != nil && checkErr.Error() != drawErr.Error()) {
-			t.Errorf("%s %v: CheckSpec = %v, NewCase = %v", spec.ID(), spec.Params, checkErr, drawErr)
-		}
-		return checkErr
-	}
+	agree := func(spec difftest.CaseSpec) error { return kerneltest.CheckSpecAgrees(t, Kernel{}, spec) }
 	for _, name := range []string{"quick"} {
 		for _, s := range loadSuite(t, name) {
 			if err := agree(s); err != nil {
