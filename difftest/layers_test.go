@@ -29,6 +29,7 @@ var layers = map[string]int{
 	"difftest/triage":      4, // diagnosis reads suites (shrink)
 	"difftest/paramtest":   4, // the kernels' test helpers read their suite files
 	"difftest/report":      5, // JUnit names diagnoses
+	"difftest/kerneltest":  5, // the kernels' test helpers check shrunk cases (triage)
 }
 
 // stdlibOnly are the packages that import nothing outside the standard
