@@ -28,9 +28,9 @@ func TestStudyRefusesUpFront(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--svg", dir}, "--svg " + dir + ": is a directory, not a file"},
-		{[]string{"--json", dir}, "--json " + dir + ": is a directory, not a file"},
-		{[]string{"--svg", fifo}, "is a named pipe (FIFO), not a file"},
+		{[]string{"--svg", dir}, "--svg " + dir + ": is a folder, not a file"},
+		{[]string{"--json", dir}, "--json " + dir + ": is a folder, not a file"},
+		{[]string{"--svg", fifo}, "is a FIFO, not a file"},
 		{[]string{"--json", "/dev/null"}, "is a character device, not a file"},
 		{[]string{"--svg", filepath.Join(dir, "no", "such", "x.svg")}, "does not exist"},
 		{[]string{"--fatbin", fatbin, "--json", fatbin}, "is the input file of --fatbin"},

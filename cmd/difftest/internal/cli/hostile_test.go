@@ -65,7 +65,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 		{[]string{"run", "--impl", "reference", "--suite", capDir, "--json", caps[0]}, "is a capture file in the folder of --suite"},
 		{[]string{"replay", "--impl", "reference", caps[0], "--json", caps[0]}, "is the input file of capture"},
 		{[]string{"replay", "--impl", "reference", caps[0], "--junit", caps[0]}, "is the input file of capture"},
-		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", fifo}, "--junit " + fifo + ": is a named pipe (FIFO), not a file"},
+		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", fifo}, "--junit " + fifo + ": is a FIFO, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", "/dev/null"}, "--junit /dev/null: is a character device, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", "/dev/null"}, "--json /dev/null: is a character device, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", fifo}, "--json " + fifo + ": a FIFO with no reader"},
@@ -98,7 +98,7 @@ func TestWriteFileAtomicRefusesSpecial(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := writeFileAtomic(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "<x/>"); return err })
-	if err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a file: not replaced") {
+	if err == nil || !strings.Contains(err.Error(), "is a FIFO, not a file: not replaced") {
 		t.Fatalf("err %v", err)
 	}
 	if st, _ := os.Lstat(fifo); st.Mode()&os.ModeNamedPipe == 0 {
