@@ -90,6 +90,18 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 	return k, c, nil
 }
 
+// items checks cfg before a run (Run, RunPool) and gives the items it
+// runs: cfg.Source, or else cfg.Items. A negative Timeout is an error.
+func (cfg Config) items() (ItemSource, error) {
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+	}
+	if cfg.Source != nil {
+		return cfg.Source, nil
+	}
+	return ItemList(cfg.Items), nil
+}
+
 // Run runs the items (cfg.Source, or else cfg.Items) one after another,
 // generating each case as it is reached, and returns the summary. It stops
 // early on FailFast, on a *SuiteError (exit 2), on an implementation that
@@ -107,16 +119,12 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
 	var sum Summary
-	if cfg.Timeout < 0 {
-		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+	src, err := cfg.items()
+	if err != nil {
 		sum.Aborted = err.Error()
 		return sum, err
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
-	src := cfg.Source
-	if src == nil {
-		src = ItemList(cfg.Items)
-	}
 	total, n := src.Len(), 0
 	for it := range src.All() {
 		n++
