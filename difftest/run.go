@@ -90,16 +90,18 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 	return k, c, nil
 }
 
-// items checks cfg before a run (Run, RunPool) and gives the items it
-// runs: cfg.Source, or else cfg.Items. A negative Timeout is an error.
-func (cfg Config) items() (ItemSource, error) {
+// begin checks cfg before a run (Run, RunPool) and gives the items it
+// runs, cfg.Source or else cfg.Items, and the summary it starts from. A
+// negative Timeout is an error, which the summary's Aborted repeats.
+func (cfg Config) begin() (ItemSource, Summary, error) {
 	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+		return nil, Summary{Aborted: err.Error()}, err
 	}
 	if cfg.Source != nil {
-		return cfg.Source, nil
+		return cfg.Source, Summary{}, nil
 	}
-	return ItemList(cfg.Items), nil
+	return ItemList(cfg.Items), Summary{}, nil
 }
 
 // Run runs the items (cfg.Source, or else cfg.Items) one after another,
@@ -118,10 +120,8 @@ func (cfg Config) items() (ItemSource, error) {
 // it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
-	var sum Summary
-	src, err := cfg.items()
+	src, sum, err := cfg.begin()
 	if err != nil {
-		sum.Aborted = err.Error()
 		return sum, err
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}

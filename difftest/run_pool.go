@@ -50,10 +50,8 @@ var DeviceLost = errors.New("every device of the run was lost")
 // finishing the case they run, whose records are kept.
 func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(device string, err error)) (Summary, error) {
 	start := time.Now()
-	var sum Summary
-	src, err := cfg.items()
+	src, sum, err := cfg.begin()
 	if err != nil {
-		sum.Aborted = err.Error()
 		return sum, err
 	}
 	if len(members) == 0 {
