@@ -7,20 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // KD_LIBCUDA naming a FIFO: `run --impl cuda` and `info` used to hang in
 // dlopen; both now refuse it at once.
 func TestDriverEnvFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "libcuda.so.1")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "libcuda.so.1"))
 	t.Setenv(DriverEnv, fifo)
 	done := make(chan struct{})
 	go func() {
@@ -52,10 +49,7 @@ func TestBaselineFatbinBounded(t *testing.T) {
 	if err := os.WriteFile(main, []byte("not a module"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "base.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "base.fifo"))
 	sparse := filepath.Join(dir, "sparse.fatbin")
 	f, err := os.Create(sparse)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // copyFile copies src to a new file in dir and returns its path.
@@ -38,10 +39,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 	dir := t.TempDir()
 	suite := copyFile(t, small, dir)
 	suiteBytes, _ := os.ReadFile(suite)
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
 	fatbin := filepath.Join(dir, "k.fatbin")
 	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o644); err != nil {
 		t.Fatal(err)
@@ -93,10 +91,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 // The rename that puts a report in place never replaces a FIFO that
 // appeared at its path after the flags were checked.
 func TestWriteFileAtomicRefusesSpecial(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "report.xml")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "report.xml"))
 	err := writeFileAtomic(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "<x/>"); return err })
 	if err == nil || !strings.Contains(err.Error(), "is a FIFO, not a file: not replaced") {
 		t.Fatalf("err %v", err)
@@ -112,10 +107,7 @@ func TestWriteFileAtomicRefusesSpecial(t *testing.T) {
 // A --json FIFO whose reader stopped reading blocks the run once the pipe
 // is full; SIGINT ends it within seconds (it used to block forever).
 func TestJSONFIFOStalledReaderInterrupted(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "json.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "json.fifo"))
 	rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)

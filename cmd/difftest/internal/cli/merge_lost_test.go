@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // shardFiles runs the small suite with --repeat 2 as a 2-way split and
@@ -86,10 +87,7 @@ func TestMergeOutputsAndInputsByType(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "fifo.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo.jsonl"))
 	long := filepath.Join(dir, "zeros.jsonl")
 	if err := os.WriteFile(long, bytes.Repeat([]byte{0}, 9<<20), 0o644); err != nil {
 		t.Fatal(err)
