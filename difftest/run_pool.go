@@ -49,7 +49,7 @@ var DeviceLost = errors.New("every device of the run was lost")
 // Unavailable implementation, a cancelled ctx), the other members
 // finishing the case they run, whose records are kept.
 func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(device string, err error)) (Summary, error) {
-	start := time.Now()
+	start := cfg.startTime()
 	var sum Summary
 	if cfg.Timeout < 0 {
 		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)

@@ -308,7 +308,11 @@ func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case,
 	if err != nil {
 		return info, err
 	}
-	return info, execReadOutput(out, c, outs)
+	note, err := execReadOutput(out, c, outs)
+	if note = programNote(note); note != "" {
+		info.Warnings = append(info.Warnings, note)
+	}
+	return info, err
 }
 
 // runProgram runs the command on in and out and classifies its end. The
@@ -456,16 +460,19 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 // allocated: it must be a regular file (a FIFO, a device or a link to one
 // is refused by its type), its header is bounded (difftest.OpenSafetensors), and
 // only the outputs' bytes are read, each after its dtype and shape match
-// the contract; other tensors are not read at all.
-func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
+// the contract; other tensors are not read at all. It returns the
+// program's note (MetaNote), read from the bounded header, also with an
+// error.
+func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (string, error) {
 	sf, err := difftest.OpenSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+			return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
 	defer sf.Close()
+	note, _ := sf.Metadata(MetaNote)
 	var missing []string
 	for _, o := range c.Outputs {
 		dtype, shape, ok := sf.Entry(o.Name)
@@ -474,22 +481,51 @@ func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 			continue
 		}
 		if dtype != o.DType || !slices.Equal(shape, o.Shape) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
+			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
+		return note, &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
 	}
 	got := make([]*difftest.Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
 		if got[i], err = sf.Read(o.Name); err != nil {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 		}
 	}
 	for i := range c.Outputs {
 		copy(outs[i].Data, got[i].Data)
 	}
-	return nil
+	return note, nil
+}
+
+// MetaNote is the out.safetensors metadata key under which an exec
+// program leaves a note on its run (python -m kerneldiff exec: "output
+// 'page_indices' still holds only the poison byte 0xA5 …"); the harness
+// copies it into the case's warnings, as a serve program's "message" on
+// an "ok" reply.
+const MetaNote = "note"
+
+// ProgramNoteMax bounds a program's note (a serve "ok" reply's message,
+// an exec out.safetensors' MetaNote) as the record keeps it, in bytes.
+const ProgramNoteMax = 1024
+
+// programNote renders a program's note on a run that it completed as one
+// warning line, "the program says: …", at most ProgramNoteMax bytes of the
+// note (cut on a rune boundary, with "…"); "" for an empty note.
+func programNote(note string) string {
+	note = strings.TrimSpace(difftest.CaptureOneLine(strings.ToValidUTF8(note, "\uFFFD")))
+	if note == "" {
+		return ""
+	}
+	if len(note) > ProgramNoteMax {
+		cut := ProgramNoteMax
+		for cut > 0 && !utf8.RuneStart(note[cut]) {
+			cut--
+		}
+		note = note[:cut] + "…"
+	}
+	return "the program says: " + note
 }
 
 // execDetail is a *CaptureError's message without the file name (the
