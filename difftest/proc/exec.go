@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +43,13 @@ import (
 // MetaOutputs is the __metadata__ key of an exec request that lists the
 // case's outputs (name, dtype, shape, inout) as JSON.
 const MetaOutputs = "outputs"
+
+// MetaPoison is the __metadata__ key of an exec request that gives this
+// run's poison byte, in decimal ("165" for PoisonA): a program that makes
+// its own output buffers fills them with it, so an output it never writes
+// still holds the poison the harness looks for (class unwritten, not a
+// mismatch of whatever the program filled them with).
+const MetaPoison = "poison"
 
 // ExecNotImplemented is the exit status by which an exec program says it
 // does not implement the case's kernel (as `git bisect run` reads 125 as
@@ -414,7 +422,8 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 
 // execWriteInput writes in.safetensors: every input, then every InOut
 // output with the Buffer's current content (replacing an input of the same
-// name, since the Buffer is what the implementation must start from).
+// name, since the Buffer is what the implementation must start from), and
+// the metadata kernel, params, case, outputs and poison (MetaPoison).
 func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
 	tensors := make([]*difftest.Tensor, 0, len(c.Inputs)+len(outs))
 	inout := map[string]*difftest.Tensor{}
@@ -451,7 +460,11 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 	if err != nil {
 		return err
 	}
-	return difftest.WriteSafetensors(path, tensors, map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID, MetaOutputs: string(outputs)})
+	meta := map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID, MetaOutputs: string(outputs)}
+	if len(outs) > 0 && outs[0].Guard > 0 {
+		meta[MetaPoison] = strconv.Itoa(int(outs[0].Full[0])) // the guard band holds the run's poison
+	}
+	return difftest.WriteSafetensors(path, tensors, meta)
 }
 
 // execReadOutput checks out.safetensors against the case's outputs and,

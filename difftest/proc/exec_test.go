@@ -569,7 +569,8 @@ func TestExecPython(t *testing.T) {
 // TestExecNotImplemented: a program that exits with status 125 does not
 // implement the case's kernel: the case is not tested (unavailable,
 // Skip), as under serve, with the program's reason; and the request
-// states the case's outputs in __metadata__["outputs"].
+// states the case's outputs in __metadata__["outputs"] and the run's
+// poison in __metadata__["poison"].
 func TestExecNotImplemented(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
@@ -595,6 +596,9 @@ func TestExecNotImplemented(t *testing.T) {
 	want := fmt.Sprintf(`"outputs":"[{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[`, o.Name, o.DType)
 	if !strings.Contains(string(head), want) {
 		t.Errorf("request header %q does not state the outputs (%s)", head, want)
+	}
+	if want := `"poison":"238"`; !strings.Contains(string(head), want) { // fakekernel.Buffers' guard byte 0xEE
+		t.Errorf("request header %q does not state the run's poison (%s)", head, want)
 	}
 }
 

@@ -28,7 +28,7 @@ def test_contracts_are_the_generated_file():
         doc = json.load(f)
     assert doc["generated_by"] == "difftest list contracts --json"
     assert list(CONTRACTS) == [c["name"] for c in doc["contracts"]]
-    assert set(CONTRACTS) == {"indexer_logits", "norm_rope_store", "topk_transform"}
+    assert list(CONTRACTS) == sorted(CONTRACTS) and len(CONTRACTS) >= 3
 
 
 def test_every_cuda_kernel_has_a_contract():

@@ -96,6 +96,7 @@ def test_exec_custom_kernel_outputs(tmp_path):
     ("boom", 1, "ValueError: boom"),
     ("returns", 1, "must return None"),
     ("unknown_kernel", 125, "'unknown_kernel' is not implemented here"),
+    ("torchy", 1, "AttributeError: 'numpy.ndarray' object has no attribute 'float'; torchy is handed NumPy arrays"),
 ])
 def test_exec_failures(tmp_path, kernel, code, words):
     inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
@@ -164,6 +165,11 @@ def test_exec_swallowed_output_hint(tmp_path):
     assert r.returncode == 0
     assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
     assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
+    # The same note in out.safetensors, for the harness to show on the case.
+    _, meta = read_file(out)
+    assert meta["note"] == ("output 'b' still holds only the harness's poison (never written): fill it in place "
+                            "(out.copy_(v) / out[...] = v); rebinding or returning it writes nothing; "
+                            "swallows has no parameter 'b', so the output went into its **params unseen")
 
 
 def test_exec_rebinding_hint(tmp_path):
@@ -172,4 +178,15 @@ def test_exec_rebinding_hint(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0
-    assert "output 'b' still holds only the poison byte 0xA5" in r.stderr
+    assert "output 'b' still holds only the harness's poison (never written)" in r.stderr
+    _, meta = read_file(out)
+    assert meta["note"].startswith("output 'b' still holds only the harness's poison")
+
+
+def test_exec_written_output_has_no_note(tmp_path):
+    load_target(KERNELS)
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, "copy", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    run_exec(str(inp), str(out))
+    _, meta = read_file(out)
+    assert "note" not in meta
