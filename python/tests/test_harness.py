@@ -112,3 +112,113 @@ def test_unwritten_output_note_reaches_the_case(difftest, tmp_path):
         assert ("the program says: output 'page_indices' still holds only the harness's poison (never written): "
                 "fill it in place (out.copy_(v) / out[...] = v)") in " ".join(r["warnings"]), r["warnings"]
         assert any(w["got"].endswith("(poison: the harness's fill, never written)") for w in r["worst"]), r["worst"]
+
+
+def replay(difftest, path, impl="reference"):
+    r = subprocess.run([difftest, "replay", str(path), "--impl", impl], capture_output=True, text=True, timeout=600,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_capture_16_bit_scores_replay(difftest, tmp_path):
+    """Top-k scores captured as bf16 (NumPy uint16 bits, or torch bfloat16)
+    and f16 keep their dtype, and replay against the reference and the
+    NumPy example served."""
+    import numpy as np
+
+    import kerneldiff
+    from kerneldiff.numerics import bf16_from_f32
+    from kerneldiff.stfile import read_file
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 700)).astype(np.float32)
+    x[0, :50] = 1.0  # ties at the top
+    x[1, 3] = np.nan
+    t = dict(seq_lens=np.array([700, 600], np.int32), page_table=np.arange(2 * 88, dtype=np.int32).reshape(2, 88))
+    scores = {"bf16": bf16_from_f32(x), "f16": x.astype(np.float16)}
+    try:
+        import torch
+
+        scores["torch-bf16"] = torch.from_numpy(x).to(torch.bfloat16)
+    except ImportError:
+        pass
+    for name, s in scores.items():
+        p = kerneldiff.capture(tmp_path / f"{name}.safetensors", "topk_transform", {"K": 512, "P": 8}, scores=s, **t)
+        got, _ = read_file(p)
+        assert got["scores"].dtype == ("F16" if name == "f16" else "BF16"), name
+        replay(difftest, p)
+        replay(difftest, p, "serve:" + py("serve", example("numpy_topk.py")))
+
+
+def test_capture_fp4_store_replays(difftest, tmp_path):
+    """A norm_rope_store call with store "fp4" (68·P-byte pages) captured
+    and replayed against the reference and the NumPy example."""
+    import numpy as np
+
+    import kerneldiff
+    from kerneldiff.numerics import bf16_from_f32
+
+    rng = np.random.default_rng(12)
+    P, pages, N = 4, 6, 9
+    params = {"norm": "rms", "rope_offset": 64, "rope_style": "interleaved", "hadamard": False, "store": "fp4",
+              "scale_fmt": "ue8m0", "page_size": P, "eps": 1e-6, "model": "v4"}
+    ang = rng.uniform(0, 6.3, (16, 32))
+    p = kerneldiff.capture(
+        tmp_path / "fp4.safetensors", "norm_rope_store", params,
+        x=bf16_from_f32((rng.standard_normal((N, 128)) * 3).astype(np.float32)),
+        weight=(1 + 0.1 * rng.standard_normal(128)).astype(np.float32),
+        freqs=np.stack([np.cos(ang), np.sin(ang)], -1).reshape(16, 64).astype(np.float32),
+        positions=rng.integers(0, 16, N), out_loc=np.where(np.arange(N) == 4, -1, rng.permutation(pages * P)[:N]),
+        cache=rng.integers(0, 256, (pages, 68 * P), dtype=np.uint8))  # num_pages derived from the cache
+    replay(difftest, p)
+    replay(difftest, p, "exec:" + py("exec", example("numpy_normrope.py")))
+
+
+def test_record_fp4_logits_bf16_out_replays(difftest, tmp_path):
+    """record() of an out-param logits op over FP4 keys with bf16 logits:
+    the capture derives logits_dtype and every size from the tensors and
+    replays against the reference and the NumPy logits example."""
+    import numpy as np
+
+    import kerneldiff
+    from kerneldiff.loader import load_target
+    from kerneldiff import registry
+    from kerneldiff.stfile import read_file
+
+    load_target(example("numpy_logits.py"))
+    example_fn = registry.get("indexer_logits").fn
+
+    def op(q, kv_cache, weights, context_lens, block_table, out, page_size, clean_logits):
+        example_fn(q=q, weights=weights, cache=kv_cache, seq_lens=context_lens, page_table=block_table, logits=out,
+                   store="fp4", page_size=page_size, heads=q.shape[-2], clean=clean_logits)
+
+    rec = kerneldiff.record(op, tmp_path / "caps", kernel="indexer_logits",
+                            map={"q": "q", "kv_cache": "cache", "weights": "weights", "context_lens": "seq_lens",
+                                 "block_table": "page_table", "out": "logits"},
+                            params={"store": "fp4", "page_size": kerneldiff.arg("page_size"),
+                                    "clean": kerneldiff.arg("clean_logits")}, on_error="raise")
+    rng = np.random.default_rng(13)
+    B, H, P, pages = 2, 3, 16, 5
+
+    def fp4_records(n):
+        r = np.empty((n, 68), np.uint8)
+        r[:, :64] = rng.integers(0, 256, (n, 64))
+        r[:, 64:] = rng.integers(118, 130, (n, 4))  # ue8m0 scales 2^-9 … 2^2
+        return r
+
+    q = fp4_records(B * H).reshape(B, H, 68)
+    cache = np.concatenate([fp4_records(pages * P)[:, :64].reshape(pages, 64 * P),
+                            fp4_records(pages * P)[:, 64:].reshape(pages, 4 * P)], axis=1)
+    lens = np.array([40, 70], np.int32)
+    table = np.array([[3, 1, 4, -1, -1], [0, 2, 4, 1, 3]], np.int32)
+    out = np.zeros((B, 80), np.uint16)  # bf16 logits
+    rec(q, cache, rng.standard_normal((B, H)).astype(np.float32), lens, table, out, P, True)
+    (path,) = rec.captured
+    got, meta = read_file(path)
+    params = json.loads(meta["params"])
+    assert params == {"store": "fp4", "page_size": P, "clean": True, "batch": B, "heads": H, "num_pages": pages,
+                      "max_pages": 5, "stride": 80, "logits_dtype": "bf16"}
+    assert got["q"].dtype == "U8" and got["q"].array.shape == (B, H, 68) and got["cache"].array.shape == (pages, 68 * P)
+    replay(difftest, path)
+    replay(difftest, path, "serve:" + py("serve", example("numpy_logits.py")))
