@@ -150,13 +150,20 @@ def test_remap_when_shm_grows():
         assert srv.size > 64 << 10
 
 
+def copy_layout(srv, poison=0xA5):
+    """The layout of servekernels' one-input, one-output kernels (a F32[4]
+    of ones, b F32[4] filled with `poison`), written into srv's shared memory."""
+    lay = Layout()
+    lay.input("a", "F32", np.ones(4, np.float32))
+    lay.output("b", "F32", (4,), poison=poison)
+    lay.write(srv)
+    return lay
+
+
 def test_error_reply_and_server_goes_on():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,))
-        lay.write(srv)
+        lay = copy_layout(srv)
         srv.send(lay.request(srv, "boom", {}))
         rep = srv.recv()
         assert rep["status"] == "error" and rep["seq"] == 1
@@ -302,10 +309,7 @@ def test_torch_cpu_round_trip(tmp_path):
 def test_rebinding_an_output_is_hinted_on_stderr():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,), poison=0x5A)
-        lay.write(srv)
+        lay = copy_layout(srv, poison=0x5A)
         srv.send(lay.request(srv, "rebinds", {}, case="t/rebind"))
         rep = srv.recv()
         assert rep["status"] == "ok"  # the harness classes it unwritten
@@ -330,10 +334,7 @@ def test_rebinding_an_output_is_hinted_on_stderr():
 def test_ndarray_attribute_error_suggests_torch():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,))
-        lay.write(srv)
+        lay = copy_layout(srv)
         srv.send(lay.request(srv, "torchy", {}, case="t/torchy"))
         rep = srv.recv()
         assert rep["status"] == "error"

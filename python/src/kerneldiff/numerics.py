@@ -60,6 +60,13 @@ def _as_f32(x: np.ndarray, what: str) -> np.ndarray:
     return a
 
 
+def _as_u8(x: np.ndarray, what: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype != np.uint8:
+        raise TypeError(f"{what}: input must be uint8, got {a.dtype}")
+    return a
+
+
 def bf16_from_f32(x: np.ndarray) -> np.ndarray:
     """Round binary32 values to bfloat16, ties to even, as bit patterns.
 
@@ -164,9 +171,7 @@ def e4m3fn_to_f32(c: np.ndarray) -> np.ndarray:
         The values. The NaN codes 0x7F and 0xFF decode to NaN with the
         code's sign.
     """
-    a = np.asarray(c)
-    if a.dtype != np.uint8:
-        raise TypeError(f"e4m3fn_to_f32: input must be uint8 codes, got {a.dtype}")
+    a = _as_u8(c, "e4m3fn_to_f32")
     ci = a.astype(np.int64)
     exp = (ci >> 3) & 0xF
     frac = ci & 0x7
@@ -248,9 +253,7 @@ def e2m1_to_f32(c: np.ndarray) -> np.ndarray:
     np.ndarray of float32, shape of `c`
         The values; 0x8 decodes to -0.0.
     """
-    a = np.asarray(c)
-    if a.dtype != np.uint8:
-        raise TypeError(f"e2m1_to_f32: input must be uint8 codes, got {a.dtype}")
+    a = _as_u8(c, "e2m1_to_f32")
     mag = _E2M1_MAG[a & 7]
     return np.where(a & 8, -mag, mag).astype(np.float32)
 
@@ -293,9 +296,7 @@ def ue8m0_to_f32(b: np.ndarray) -> np.ndarray:
     np.ndarray of float32, shape of `b`
         The scales; 0 gives 2^-127 (an f32 subnormal, exact).
     """
-    a = np.asarray(b)
-    if a.dtype != np.uint8:
-        raise TypeError(f"ue8m0_to_f32: input must be uint8 bytes, got {a.dtype}")
+    a = _as_u8(b, "ue8m0_to_f32")
     with np.errstate(over="ignore"):  # 0xFF: 2^128 overflows, then NaN replaces it
         v = np.ldexp(np.float32(1), a.astype(np.int32) - 127).astype(np.float32)
     return np.where(a == 0xFF, np.float32(np.nan), v).astype(np.float32)
