@@ -190,3 +190,20 @@ def test_exec_written_output_has_no_note(tmp_path):
     run_exec(str(inp), str(out))
     _, meta = read_file(out)
     assert "note" not in meta
+
+
+def test_exec_fills_outputs_with_the_run_poison(tmp_path):
+    """The request names the run's poison (0x5A for the harness's second
+    run): an output the function never writes comes back holding it, so
+    the harness sees it unwritten in both runs."""
+    load_target(KERNELS)
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    a = Tensor("F32", np.arange(5, dtype=np.float32))
+    write_file(inp, {"a": a}, {"kernel": "rebinds", "case": "t/c", "params": "{}", "poison": "90"})
+    run_exec(str(inp), str(out))
+    got, _ = read_file(out)
+    assert got["b"].array.view(np.uint8).tolist() == [0x5A] * 20
+    for bad in ("256", "x"):
+        write_file(inp, {"a": a}, {"kernel": "rebinds", "case": "t/c", "params": "{}", "poison": bad})
+        with pytest.raises(ExecError, match=r'__metadata__\["poison"\]'):
+            run_exec(str(inp), str(out))
