@@ -281,6 +281,13 @@ func (f *SafetensorsFile) Names() []string {
 	return names
 }
 
+// Metadata returns the __metadata__ string under key, and whether there
+// is one (the header, and so the string, is bounded by MaxHeaderBytes).
+func (f *SafetensorsFile) Metadata(key string) (string, bool) {
+	v, ok := f.s.meta[key]
+	return v, ok
+}
+
 // Read reads the tensor named name (which must be one of Names) into a
 // fresh Tensor; the header has bounded its size by the file's.
 func (f *SafetensorsFile) Read(name string) (*Tensor, error) { return f.s.read(name) }

@@ -102,7 +102,13 @@ func (cr *CaseRun) runChain(ctx context.Context, ch Chain, c *Case, rec *Record)
 		return Outcome{Stage: failed}, nil
 	case stages > 0 && fallbacks == stages:
 		rec.Verdict, rec.Class = VerdictSkip, Unavailable
-		rec.Message = fmt.Sprintf("the implementation offers none of the chain's kernels (%s): not tested", strings.Join(kernels, ", "))
+		rec.Message = noStageOffered(kernels)
 	}
 	return Outcome{}, nil
+}
+
+// noStageOffered is the message of a chained case none of whose stage
+// kernels the implementation offers.
+func noStageOffered(kernels []string) string {
+	return fmt.Sprintf("the implementation offers none of the chain's kernels (%s): not tested", strings.Join(kernels, ", "))
 }

@@ -10,7 +10,12 @@
 // both, since the two runs must agree).
 package difftest
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
 
 // GuardBytes is the size of the poison band on each side of an output
 // buffer: 4 KiB, one host page, large enough to catch an off-by-one-row
@@ -193,4 +198,58 @@ func checkUnwritten(a, b []*Tensor, written [][]Range) (count int, first string)
 		}
 	}
 	return count, first
+}
+
+// PoisonNote is what LabelPoison appends to an element's Got.
+const PoisonNote = " (poison: the harness's fill, never written)"
+
+// elementIndex matches a row-major element index "[i][j]…".
+var elementIndex = regexp.MustCompile(`^(\[[0-9]+\])+$`)
+
+// LabelPoison appends PoisonNote to the Got of each element of ws that
+// names an output of outs (Tensor) by its row-major index ("[3][17]", of
+// the tensor's rank) and whose bytes there all equal p: a value that is
+// the harness's poison is said to be one, not shown as a number a kernel
+// might have computed. Elements indexed otherwise ("token 3 slot 9 dim
+// 4") are left as they are.
+func LabelPoison(ws []Element, outs []*Tensor, p Poison) {
+	for i := range ws {
+		e := &ws[i]
+		if !elementIndex.MatchString(e.Index) || strings.HasSuffix(e.Got, PoisonNote) {
+			continue
+		}
+		var t *Tensor
+		for _, o := range outs {
+			if o.Name == e.Tensor {
+				t = o
+			}
+		}
+		if t == nil {
+			continue
+		}
+		parts := strings.Split(strings.Trim(e.Index, "[]"), "][")
+		if len(parts) != len(t.Shape) {
+			continue
+		}
+		flat, ok := 0, true
+		for d, s := range parts {
+			n, err := strconv.Atoi(s)
+			if err != nil || n >= t.Shape[d] {
+				ok = false
+				break
+			}
+			flat = flat*t.Shape[d] + n
+		}
+		size := t.DType.Size()
+		if !ok || (flat+1)*size > len(t.Data) {
+			continue
+		}
+		poisoned := true
+		for _, b := range t.Data[flat*size : (flat+1)*size] {
+			poisoned = poisoned && b == byte(p)
+		}
+		if poisoned {
+			e.Got += PoisonNote
+		}
+	}
 }

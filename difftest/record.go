@@ -31,7 +31,7 @@ type Record struct {
 	Case             string          `json:"case"`  // case id, kernel/name
 	Kernel           string          `json:"kernel"`
 	Family           string          `json:"family"`
-	Params           json.RawMessage `json:"params"` // the kernel's parameter struct as JSON
+	Params           json.RawMessage `json:"params"` // the kernel's parameter struct as JSON; the suite entry's params for a case not drawn (its kernel not offered: KernelOfferer)
 	Seed             uint64          `json:"seed"`
 	GeneratorVersion int             `json:"generator_version"`
 	InputSHA256      string          `json:"input_sha256"` // hex, over every input tensor (see InputDigest)

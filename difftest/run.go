@@ -4,6 +4,7 @@ package difftest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +39,11 @@ type Config struct {
 	OnRecord func(rec *Record) error
 	// Progress, when set, is called after each case.
 	Progress func(done, total, failed int, elapsed time.Duration)
+	// Start, when set, is when the run began for its summary: the CLI
+	// sets it before it opens the implementation, so that a serve
+	// program's start-up (until its hello) counts in Summary.Elapsed.
+	// Zero is when Run (or RunPool) is called.
+	Start time.Time
 	// Diagnose, when set, is called for each failing case with the
 	// outputs of its run (out.Got and out.Want are nil where the run did
 	// not get that far) and fills the record's Diagnosis and
@@ -119,7 +125,7 @@ func (cfg Config) begin() (ItemSource, Summary, error) {
 // (suite.ParseSuite); a spec the kernel rejects that reaches Run anyway stops
 // it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
-	start := time.Now()
+	start := cfg.startTime()
 	src, sum, err := cfg.begin()
 	if err != nil {
 		return sum, err
@@ -165,8 +171,92 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	return sum, nil
 }
 
+// startTime is cfg.Start, or now when it is zero.
+func (cfg Config) startTime() time.Time {
+	if cfg.Start.IsZero() {
+		return time.Now()
+	}
+	return cfg.Start
+}
+
+// KernelOfferer is an optional interface of an Impl that knows, before
+// any case is drawn, which kernels it runs: a serve program names them in
+// its hello. Run draws no inputs for a case whose kernel it does not
+// offer, nor for a chained case none of whose stage kernels it offers
+// (when the chain lists them: ChainStages); such a case is recorded as
+// not tested (VerdictSkip, class Unavailable) with the reason Offers
+// gives, and costs nothing but its record.
+type KernelOfferer interface {
+	// Offers reports whether the implementation runs kernel; when it
+	// does not, why says so in one line.
+	Offers(kernel string) (ok bool, why string)
+}
+
+// ChainStages is an optional interface of a Chain kernel: the kernels its
+// stages run, in order, known without drawing a case.
+type ChainStages interface {
+	StageKernels() []string
+}
+
+// notOffered returns the skip record of item it when impl is a
+// KernelOfferer that offers neither its kernel nor, for a chain that
+// lists its stages, any of them; nil when the case is to be drawn and
+// run. The record has the item's identity (its params are the suite's,
+// the case being undrawn) and no input digest.
+func notOffered(impl Impl, it Item, implName string) *Record {
+	o, ok := impl.(KernelOfferer)
+	if !ok {
+		return nil
+	}
+	name, id, family, seed := it.Spec.Kernel, it.Spec.ID(), it.Spec.Family, it.Seed
+	if it.Case != nil {
+		name, id, family, seed = it.Case.Kernel, it.Case.ID, it.Case.Family, it.Case.Seed
+	}
+	offered, why := o.Offers(name)
+	if offered {
+		return nil
+	}
+	k, known := LookupKernel(name)
+	if !known {
+		return nil // GenerateCase says what is wrong
+	}
+	if _, chain := k.(Chain); chain {
+		cs, lists := k.(ChainStages)
+		if !lists {
+			return nil
+		}
+		stages := cs.StageKernels()
+		for _, s := range stages {
+			if ok, _ := o.Offers(s); ok {
+				return nil
+			}
+		}
+		why = noStageOffered(stages)
+	}
+	rec := &Record{
+		Type: "case", Index: it.Index, Case: id, Kernel: name, Family: family, Seed: seed,
+		GeneratorVersion: GeneratorVersion, Impl: implName,
+		Verdict: VerdictSkip, Class: Unavailable, Message: why,
+	}
+	if it.Case != nil {
+		rec.Params = MarshalParams(it.Case)
+	} else if len(it.Spec.Params) > 0 {
+		if b, err := json.Marshal(it.Spec.Params); err == nil {
+			rec.Params = b
+		}
+	}
+	return rec
+}
+
 func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, error) {
 	t0 := time.Now()
+	if rec := notOffered(cr.Impl, it, cfg.ImplName); rec != nil {
+		rec.WallTime = time.Since(t0)
+		if cfg.Replay != nil {
+			rec.Replay = cfg.Replay(rec)
+		}
+		return rec, nil
+	}
 	k, c, err := GenerateCase(it)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ var DeviceLost = errors.New("every device of the run was lost")
 // Unavailable implementation, a cancelled ctx), the other members
 // finishing the case they run, whose records are kept.
 func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(device string, err error)) (Summary, error) {
-	start := time.Now()
+	start := cfg.startTime()
 	src, sum, err := cfg.begin()
 	if err != nil {
 		return sum, err

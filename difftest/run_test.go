@@ -154,3 +154,101 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// offerer is an implementation that offers only the kernels of its set
+// and counts its runs.
+type offerer struct {
+	ReferenceImpl
+	offered map[string]bool
+	runs    int
+}
+
+func (o *offerer) Run(ctx context.Context, k Kernel, c *Case, outs []*Buffer) (RunInfo, error) {
+	o.runs++
+	return o.ReferenceImpl.Run(ctx, k, c, outs)
+}
+
+func (o *offerer) Offers(kernel string) (bool, string) {
+	if o.offered[kernel] {
+		return true, ""
+	}
+	return false, "offerer does not implement " + kernel
+}
+
+// A case of a kernel the implementation does not offer is recorded as not
+// tested without being drawn: here its family is one the kernel rejects,
+// so drawing it would stop the run with a suite error.
+func TestRunDrawsNoInputsForKernelsNotOffered(t *testing.T) {
+	items := fakekernel.Suite().Items(Selection{Seed: 3})
+	items[1].Spec.Family = "no-such-family"
+	impl := &offerer{}
+	var recs []*Record
+	sum, err := Run(context.Background(), Config{Items: items, Impl: impl, ImplName: "offerer",
+		OnRecord: func(r *Record) error { recs = append(recs, r); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != 3 || sum.Passed != 0 || impl.runs != 0 || ExitCode(sum, nil) != ExitUntestable {
+		t.Fatalf("summary %+v after %d runs", sum, impl.runs)
+	}
+	r := recs[1]
+	if r.Case != "fake_scatter/random-64" || r.Index != 1 || r.Seed != 3 || r.Family != "no-such-family" || r.Impl != "offerer" ||
+		r.Verdict != VerdictSkip || r.Class != Unavailable || r.Message != "offerer does not implement fake_scatter" ||
+		r.InputSHA256 != "" || string(r.Params) != `{"n":64,"slots":80}` {
+		t.Errorf("record %+v", r)
+	}
+	// Offered, the same items are drawn: the bad family is reached.
+	impl.offered = map[string]bool{fakekernel.Name: true}
+	_, err = Run(context.Background(), Config{Items: items, Impl: impl})
+	var se *SuiteError
+	if !errors.As(err, &se) || impl.runs != 2 {
+		t.Errorf("offered: err %v after %d runs, want the suite error of the second case after the first's two runs", err, impl.runs)
+	}
+}
+
+// Summary.Elapsed counts from Config.Start: the CLI sets it before the
+// implementation starts, so a serve program's start-up is in the time.
+func TestRunElapsedFromStart(t *testing.T) {
+	start := time.Now().Add(-time.Hour)
+	sum, err := Run(context.Background(), Config{Items: fakekernel.Suite().Items(Selection{Seed: 1}), Impl: ReferenceImpl{}, Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Elapsed < time.Hour {
+		t.Errorf("elapsed %v, want at least the hour since Start", sum.Elapsed)
+	}
+}
+
+// LabelPoison marks the worst elements that hold the poison, and only
+// those indexed by position in an output.
+func TestLabelPoison(t *testing.T) {
+	y := MustTensor("y", I32, 2, 3)
+	for i := range 6 {
+		y.SetI32(i, int32(i))
+	}
+	copy(y.Data[4*4:5*4], []byte{0xA5, 0xA5, 0xA5, 0xA5}) // y[1][1]
+	copy(y.Data[5*4:6*4], []byte{0xA5, 0xA5, 0x5A, 0xA5}) // y[1][2]: not all poison
+	ws := []Element{
+		{Tensor: "y", Index: "[1][1]", Got: "-1515870811"},
+		{Tensor: "y", Index: "[1][2]", Got: "x"},
+		{Tensor: "y", Index: "[0][0]", Got: "0"},
+		{Tensor: "y", Index: "[4]", Got: "rank"},
+		{Tensor: "y", Index: "[2][0]", Got: "out of range"},
+		{Tensor: "z", Index: "[1][1]", Got: "other tensor"},
+		{Tensor: "y", Index: "row 1 pos 1", Got: "other form"},
+	}
+	LabelPoison(ws, []*Tensor{y}, PoisonA)
+	LabelPoison(ws, []*Tensor{y}, PoisonA) // once only
+	if ws[0].Got != "-1515870811"+PoisonNote {
+		t.Errorf("poisoned element: %q", ws[0].Got)
+	}
+	for _, e := range ws[1:] {
+		if strings.Contains(e.Got, "poison") {
+			t.Errorf("%s %s labelled: %q", e.Tensor, e.Index, e.Got)
+		}
+	}
+	LabelPoison(ws, []*Tensor{y}, PoisonB)
+	if strings.Count(ws[0].Got, "poison") != 1 {
+		t.Errorf("relabelled: %q", ws[0].Got)
+	}
+}

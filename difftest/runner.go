@@ -210,6 +210,7 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	}
 	out.Want = want
 	res := k.Check(c, got, want)
+	LabelPoison(res.Worst, got, PoisonA)
 	rec.Metrics, rec.Worst = res.Metrics, res.Worst
 	rec.Warnings = append(rec.Warnings, res.Warnings...)
 	if res.Failed() {

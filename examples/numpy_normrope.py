@@ -16,6 +16,12 @@ round-to-nearest-even into the stored format:
    of two; codes = e4m3fn(z / scale), saturating to ±448, NaN -> 0x7F; the
    page layout is 128·P code bytes then P f32 scales (page_bytes = 132·P);
    BF16 store: bf16_rne(z) (page_bytes = 256·P);
+   FP4 store (DeepSeek-V4.1, preset v4-fp4), per 32-value block b, in two
+   stages as SGLang's fp4_indexer_rope.cuh: s1 = ue8m0 ceiling of
+   max(amax, 6·2^-126) · f32(1/6), v = e2m1(z · 2^-e1) · s1; then
+   s2 = ue8m0 ceiling of max(max|v| / 6, 1e-4), codes = e2m1(v / s2) with -0
+   stored as +0; a page is 64·P packed bytes (dim 2i in the low nibble of
+   byte i, 2i+1 in the high one) then P·4 scale bytes (page_bytes = 68·P);
 5. tokens with out_loc < 0 are not written; no other byte of the cache is
    touched (it arrives holding the harness's canary bytes).
 
@@ -25,11 +31,14 @@ x arrives as np.uint16 bfloat16 bits (NumPy has no bfloat16).
 import numpy as np
 
 import kerneldiff
-from kerneldiff.numerics import bf16_from_f32, bf16_to_f32, e4m3fn_from_f32
+from kerneldiff.numerics import (bf16_from_f32, bf16_to_f32, e2m1_from_f32, e2m1_to_f32, e4m3fn_from_f32,
+                                 ue8m0_ceil_f32)
 
 F32 = np.float32
 DIM = 128
 SCALE_FLOOR = F32(1e-4)
+FP4_BLOCK = 32
+FP4_FLOOR1 = F32(6 * 2.0 ** -126)  # stage 1's amax floor: s1 >= 2^-126
 
 
 def _rsqrt(v):
@@ -94,12 +103,31 @@ def _scales(z, scale_fmt):
     return scale.astype(F32)
 
 
+def _pow2(e):
+    """2^(e - 127) for ue8m0 bytes e in [1, 254], as f32 (exact)."""
+    return np.ldexp(F32(1), e.astype(np.int32) - 127).astype(F32)
+
+
+def _fp4(z):
+    """The FP4 codes [n, 128] (uint8, 0x0-0xF) and ue8m0 scale bytes [n, 4]
+    of tokens z [n, 128] f32, by the two-stage rule of the contract."""
+    n = z.shape[0]
+    blk = z.reshape(n, DIM // FP4_BLOCK, FP4_BLOCK)
+    a1 = np.max(np.abs(blk), axis=2)  # NaN propagates: such a token is "don't care"
+    e1 = ue8m0_ceil_f32(np.maximum(a1, FP4_FLOOR1) * F32(1 / 6))
+    g = e2m1_from_f32(blk * _pow2(254 - e1.astype(np.int32))[..., None])  # z / s1: a power of two, exact
+    v = e2m1_to_f32(g) * _pow2(e1)[..., None]
+    a2 = np.max(np.abs(v), axis=2)
+    e2 = ue8m0_ceil_f32(np.maximum(a2 / F32(6), SCALE_FLOOR))
+    c = e2m1_from_f32(v * _pow2(254 - e2.astype(np.int32))[..., None])
+    c = np.where(c == 0x8, np.uint8(0), c)  # -0 is stored as +0
+    return c.reshape(n, DIM), e2
+
+
 @kerneldiff.implements("norm_rope_store")
 def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, rope_offset, rope_style,
                     store, scale_fmt, page_size, eps, hadamard=False, **params):
     """Write the keys of tokens with out_loc >= 0 into cache u8 [num_pages, page_bytes]."""
-    if store not in ("fp8", "bf16"):  # FP4 keys (store "fp4") are not written here: not tested
-        raise kerneldiff.Unsupported(f"store {store!r}: this example writes FP8 and BF16 keys only")
     tok = np.flatnonzero(out_loc >= 0)
     if tok.size == 0:
         return
@@ -125,5 +153,11 @@ def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, 
             base = page * page_bytes
             flat[(base + off * DIM)[:, None] + np.arange(DIM)] = codes
             flat[(base + DIM * P + off * 4)[:, None] + np.arange(4)] = scale.astype("<f4").view(np.uint8).reshape(-1, 4)
+        elif store == "fp4":
+            codes, scales = _fp4(y)
+            base = page * page_bytes
+            packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+            flat[(base + off * (DIM // 2))[:, None] + np.arange(DIM // 2)] = packed
+            flat[(base + (DIM // 2) * P + off * 4)[:, None] + np.arange(4)] = scales
         else:
-            raise ValueError(f"store {store!r}: must be 'fp8' or 'bf16'")
+            raise ValueError(f"store {store!r}: must be 'fp8', 'bf16' or 'fp4'")

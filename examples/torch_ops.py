@@ -18,7 +18,11 @@ exact:
   floats would rank every NaN largest and tie -0 with +0;
 - the store saturates before converting to float8_e4m3fn (torch's cast is
   not saturating: above 464 it gives NaN), and rounds to bfloat16 with
-  torch's round-to-nearest-even cast.
+  torch's round-to-nearest-even cast;
+- the FP4 store (DeepSeek-V4.1) quantises each 32-value block in the
+  contract's two stages (see numpy_normrope.py): e2m1 rounding by counting
+  the midpoints below each magnitude (ties to the even code), ue8m0
+  ceilings on the f32 bits, codes packed two a byte (dim 2i low).
 
 KD_TORCH_INTERMEDIATE=bf16 rounds the 128 values to bfloat16 after the
 norm, after RoPE and after the Hadamard transform, as a chain of separate
@@ -89,12 +93,56 @@ def _hadamard(y):
     y.mul_(128 ** -0.5)
 
 
+_E2M1_MAG = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+_E2M1_MIDS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+def _e2m1(q):
+    """e2m1 codes (uint8, 0x0-0xF) of f32 q: nearest, ties to the even code,
+    saturating at ±6, the sign kept (NaN gives 0x7, as the contract's
+    reference)."""
+    mids = torch.tensor(_E2M1_MIDS, dtype=torch.float32, device=q.device)
+    mag = q.abs().unsqueeze(-1)
+    idx = (mag > mids).sum(-1)
+    tie = mag == mids
+    idx = torch.where(tie.any(-1), tie.int().argmax(-1) + (tie.int().argmax(-1) & 1), idx)
+    code = (idx | (torch.signbit(q).to(idx.dtype) << 3)).to(torch.uint8)
+    return torch.where(torch.isnan(q), torch.full_like(code, 7), code)
+
+
+def _ue8m0_ceil(s):
+    """The ue8m0 byte of the power of two at or above f32 s, on its bits,
+    clamped to [1, 254] (SGLang's cast_to_ue8m0)."""
+    u = s.contiguous().view(torch.int32) & 0x7FFFFFFF
+    e = (u >> 23) + ((u & 0x7FFFFF) != 0).to(torch.int32)
+    e = torch.where(u > 0x7F800000, torch.full_like(e, 254), e)
+    return e.clamp(1, 254)
+
+
+def _pow2(e):
+    """2^(e − 127) as f32 for ue8m0 bytes e in [1, 254] (exact)."""
+    return torch.ldexp(torch.ones_like(e, dtype=torch.float32), e - 127)
+
+
+def _fp4(y):
+    """Codes [n, 128] and scale bytes [n, 4] of tokens y [n, 128], two stages."""
+    blk = y.view(y.shape[0], 4, 32)
+    a1 = blk.abs().amax(dim=2)
+    e1 = _ue8m0_ceil(torch.clamp(a1, min=6 * 2.0 ** -126) * torch.tensor(1 / 6, dtype=torch.float32))
+    g = _e2m1(blk * _pow2(254 - e1)[..., None])
+    mag = torch.tensor(_E2M1_MAG, dtype=torch.float32, device=y.device)[(g & 7).long()]
+    v = torch.where(g >= 8, -mag, mag) * _pow2(e1)[..., None]
+    a2 = v.abs().amax(dim=2)
+    e2 = _ue8m0_ceil(torch.clamp(a2 / 6, min=torch.tensor(1e-4, dtype=torch.float32).item()))
+    c = _e2m1(v * _pow2(254 - e2)[..., None])
+    c = torch.where(c == 8, torch.zeros_like(c), c)  # −0 is stored as +0
+    return c.view(y.shape[0], 128), e2.to(torch.uint8)
+
+
 @kerneldiff.implements("norm_rope_store", tensors="torch")
 def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, rope_offset, rope_style,
                     store, scale_fmt, page_size, eps, hadamard=False, **params):
     """Write tokens with out_loc >= 0 into cache u8 [num_pages, page_bytes]; see numpy_normrope.py."""
-    if store not in ("fp8", "bf16"):  # FP4 keys (store "fp4") are not written here: not tested
-        raise kerneldiff.Unsupported(f"store {store!r}: this example writes FP8 and BF16 keys only")
     tok = torch.nonzero(out_loc >= 0).flatten()
     if tok.numel() == 0:
         return
@@ -127,6 +175,14 @@ def norm_rope_store(x, weight, bias, freqs, positions, out_loc, cache, *, norm, 
     if store == "bf16":
         at = (page * page_bytes + off * 256)[:, None] + torch.arange(256, device=x.device)
         flat[at.flatten()] = y.to(torch.bfloat16).contiguous().view(torch.uint8).flatten()
+        return
+    if store == "fp4":
+        codes, scales = _fp4(y)
+        base = page * page_bytes
+        at = (base + off * 64)[:, None] + torch.arange(64, device=x.device)
+        flat[at.flatten()] = (codes[:, 0::2] | (codes[:, 1::2] << 4)).flatten()
+        at = (base + 64 * P + off * 4)[:, None] + torch.arange(4, device=x.device)
+        flat[at.flatten()] = scales.flatten()
         return
     amax = y.abs().amax(dim=1)
     amax = torch.where(amax < 1e-4, torch.full_like(amax, 1e-4), amax)  # NaN stays NaN

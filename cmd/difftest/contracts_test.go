@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // contractsFile is the Python package's copy of `difftest list contracts
@@ -30,5 +31,29 @@ func TestPythonContractsFresh(t *testing.T) {
 	}
 	if !bytes.Contains(got, []byte(`"name": "indexer_logits"`)) {
 		t.Errorf("%s lacks indexer_logits", contractsFile)
+	}
+}
+
+// TestEveryKernelDescribesItsContract fails when a registered kernel that
+// runs on its own (not a chain) has no contract description: it would be
+// missing from contracts.json, so the Python package's exec mode and
+// capture checks would not know it.
+func TestEveryKernelDescribesItsContract(t *testing.T) {
+	described := map[string]bool{}
+	for _, c := range difftest.Contracts() {
+		described[c.Name] = true
+	}
+	n := 0
+	for _, k := range difftest.Kernels() {
+		if _, chain := k.(difftest.Chain); chain {
+			continue
+		}
+		n++
+		if !described[k.Name()] {
+			t.Errorf("kernel %s is no difftest.ContractDescriber: add its Contract() (kernels/<name>/contract.go), then make generate", k.Name())
+		}
+	}
+	if n < 3 {
+		t.Errorf("only %d kernels registered: is kernels/all linked in?", n)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +43,13 @@ import (
 // MetaOutputs is the __metadata__ key of an exec request that lists the
 // case's outputs (name, dtype, shape, inout) as JSON.
 const MetaOutputs = "outputs"
+
+// MetaPoison is the __metadata__ key of an exec request that gives this
+// run's poison byte, in decimal ("165" for PoisonA): a program that makes
+// its own output buffers fills them with it, so an output it never writes
+// still holds the poison the harness looks for (class unwritten, not a
+// mismatch of whatever the program filled them with).
+const MetaPoison = "poison"
 
 // ExecNotImplemented is the exit status by which an exec program says it
 // does not implement the case's kernel (as `git bisect run` reads 125 as
@@ -308,7 +316,11 @@ func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case,
 	if err != nil {
 		return info, err
 	}
-	return info, execReadOutput(out, c, outs)
+	note, err := execReadOutput(out, c, outs)
+	if note = programNote(note); note != "" {
+		info.Warnings = append(info.Warnings, note)
+	}
+	return info, err
 }
 
 // runProgram runs the command on in and out and classifies its end. The
@@ -410,7 +422,8 @@ func (e *execImpl) runProgram(ctx context.Context, in, out string) ([]string, er
 
 // execWriteInput writes in.safetensors: every input, then every InOut
 // output with the Buffer's current content (replacing an input of the same
-// name, since the Buffer is what the implementation must start from).
+// name, since the Buffer is what the implementation must start from), and
+// the metadata kernel, params, case, outputs and poison (MetaPoison).
 func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
 	tensors := make([]*difftest.Tensor, 0, len(c.Inputs)+len(outs))
 	inout := map[string]*difftest.Tensor{}
@@ -447,7 +460,11 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 	if err != nil {
 		return err
 	}
-	return difftest.WriteSafetensors(path, tensors, map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID, MetaOutputs: string(outputs)})
+	meta := map[string]string{difftest.MetaKernel: c.Kernel, difftest.MetaParams: params, difftest.MetaCase: c.ID, MetaOutputs: string(outputs)}
+	if len(outs) > 0 && outs[0].Guard > 0 {
+		meta[MetaPoison] = strconv.Itoa(int(outs[0].Full[0])) // the guard band holds the run's poison
+	}
+	return difftest.WriteSafetensors(path, tensors, meta)
 }
 
 // execReadOutput checks out.safetensors against the case's outputs and,
@@ -456,16 +473,19 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 // allocated: it must be a regular file (a FIFO, a device or a link to one
 // is refused by its type), its header is bounded (difftest.OpenSafetensors), and
 // only the outputs' bytes are read, each after its dtype and shape match
-// the contract; other tensors are not read at all.
-func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
+// the contract; other tensors are not read at all. It returns the
+// program's note (MetaNote), read from the bounded header, also with an
+// error.
+func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (string, error) {
 	sf, err := difftest.OpenSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+			return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
 	defer sf.Close()
+	note, _ := sf.Metadata(MetaNote)
 	var missing []string
 	for _, o := range c.Outputs {
 		dtype, shape, ok := sf.Entry(o.Name)
@@ -474,22 +494,51 @@ func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 			continue
 		}
 		if dtype != o.DType || !slices.Equal(shape, o.Shape) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
+			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
+		return note, &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
 	}
 	got := make([]*difftest.Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
 		if got[i], err = sf.Read(o.Name); err != nil {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 		}
 	}
 	for i := range c.Outputs {
 		copy(outs[i].Data, got[i].Data)
 	}
-	return nil
+	return note, nil
+}
+
+// MetaNote is the out.safetensors metadata key under which an exec
+// program leaves a note on its run (python -m kerneldiff exec: "output
+// 'page_indices' still holds only the poison byte 0xA5 …"); the harness
+// copies it into the case's warnings, as a serve program's "message" on
+// an "ok" reply.
+const MetaNote = "note"
+
+// ProgramNoteMax bounds a program's note (a serve "ok" reply's message,
+// an exec out.safetensors' MetaNote) as the record keeps it, in bytes.
+const ProgramNoteMax = 1024
+
+// programNote renders a program's note on a run that it completed as one
+// warning line, "the program says: …", at most ProgramNoteMax bytes of the
+// note (cut on a rune boundary, with "…"); "" for an empty note.
+func programNote(note string) string {
+	note = strings.TrimSpace(difftest.CaptureOneLine(strings.ToValidUTF8(note, "\uFFFD")))
+	if note == "" {
+		return ""
+	}
+	if len(note) > ProgramNoteMax {
+		cut := ProgramNoteMax
+		for cut > 0 && !utf8.RuneStart(note[cut]) {
+			cut--
+		}
+		note = note[:cut] + "…"
+	}
+	return "the program says: " + note
 }
 
 // execDetail is a *CaptureError's message without the file name (the

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
@@ -608,7 +609,8 @@ func TestExecPython(t *testing.T) {
 // TestExecNotImplemented: a program that exits with status 125 does not
 // implement the case's kernel: the case is not tested (unavailable,
 // Skip), as under serve, with the program's reason; and the request
-// states the case's outputs in __metadata__["outputs"].
+// states the case's outputs in __metadata__["outputs"] and the run's
+// poison in __metadata__["poison"].
 func TestExecNotImplemented(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
@@ -634,5 +636,29 @@ func TestExecNotImplemented(t *testing.T) {
 	want := fmt.Sprintf(`"outputs":"[{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[`, o.Name, o.DType)
 	if !strings.Contains(string(head), want) {
 		t.Errorf("request header %q does not state the outputs (%s)", head, want)
+	}
+	if want := `"poison":"238"`; !strings.Contains(string(head), want) { // fakekernel.Buffers' guard byte 0xEE
+		t.Errorf("request header %q does not state the run's poison (%s)", head, want)
+	}
+}
+
+// A program's note in out.safetensors' __metadata__ (MetaNote) becomes
+// one warning line of the run, bounded by ProgramNoteMax.
+func TestExecNote(t *testing.T) {
+	bin := execBuild(t, "")
+	c := fakekernel.CopyCase(2, 3)
+	impl := proc.NewExecImpl(execQuote(bin)+" -mode note", 20*time.Second)
+	defer impl.Close()
+	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Warnings) != 1 {
+		t.Fatalf("warnings %q, want one", info.Warnings)
+	}
+	w := info.Warnings[0]
+	want := "the program says: a note | on two lines éé"
+	if !strings.HasPrefix(w, want) || !strings.HasSuffix(w, "é…") || !utf8.ValidString(w) || len(w) > len("the program says: ")+proc.ProgramNoteMax+len("…") {
+		t.Errorf("warning %q (%d bytes), want %q… cut at %d bytes", w, len(w), want, proc.ProgramNoteMax)
 	}
 }

@@ -504,14 +504,31 @@ func layout(c *difftest.Case, outs []*difftest.Buffer) (ins []ServeTensor, inDat
 	return ins, inData, outT, max(off, ServeAlign)
 }
 
+// Offers implements difftest.KernelOfferer: the kernels of the
+// program's hello. The runner draws no inputs for a case of another
+// kernel (it is not tested).
+func (s *serveImpl) Offers(kernel string) (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offers(kernel)
+}
+
+// offers is Offers with mu held.
+func (s *serveImpl) offers(kernel string) (bool, string) {
+	if slices.Contains(s.hello.Kernels, kernel) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("the serve program implements %s, not %s", strings.Join(s.hello.Kernels, ", "), kernel)
+}
+
 func (s *serveImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case, outs []*difftest.Buffer) (difftest.RunInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Crash, Msg: "serve implementation closed"}
 	}
-	if !slices.Contains(s.hello.Kernels, c.Kernel) {
-		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("the serve program implements %s, not %s", strings.Join(s.hello.Kernels, ", "), c.Kernel), Skip: true}
+	if ok, why := s.offers(c.Kernel); !ok {
+		return difftest.RunInfo{}, &difftest.RunError{Class: difftest.Unavailable, Msg: why, Skip: true}
 	}
 	if len(outs) != len(c.Outputs) {
 		return difftest.RunInfo{}, fmt.Errorf("serve: case %s has %d outputs, got %d buffers", c.ID, len(c.Outputs), len(outs))
@@ -592,6 +609,9 @@ func (s *serveImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case
 		case <-time.After(serveErrorExitWait):
 		}
 		return difftest.RunInfo{Warnings: warnings}, &difftest.RunError{Class: difftest.Crash, Msg: "the program reported an error: " + difftest.CaptureOneLine(r.Message)}
+	}
+	if note := programNote(r.Message); note != "" {
+		warnings = append(warnings, note)
 	}
 	info := difftest.RunInfo{KernelTime: time.Duration(r.KernelTimeNS), Warnings: warnings}
 	for i, t := range osp {

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -326,5 +327,95 @@ func TestServeUnimplementedKernel(t *testing.T) {
 	_, sum, err = serveRun(t, impl, serveItems(t, `^norm_rope_store/gaussian/v4/`), time.Minute)
 	if err != nil || sum.Skipped < 2 || sum.Passed != 0 || difftest.ExitCode(sum, nil) != difftest.ExitUntestable {
 		t.Fatalf("all skipped: %v %+v, exit %d", err, sum, difftest.ExitCode(sum, nil))
+	}
+}
+
+// A program's note on a run it completed (an "ok" reply's message) reaches
+// the case's warnings; a case it left unwritten fails as such, and a
+// worst element holding the poison says so.
+func TestServeOKReplyNote(t *testing.T) {
+	bin := serveBuild(t)
+	const bad = "topk_transform/lengths-k512"
+	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode unwritten -match "+serveQuote("^"+bad+"$"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impl.Close()
+	recs, _, err := serveRun(t, impl, serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recs[bad]
+	if r == nil || r.Class != difftest.Unwritten {
+		t.Fatalf("%s: %+v", bad, r)
+	}
+	want := "the program says: output 'page_indices' still holds only the poison: fill it in place"
+	if !slices.Contains(r.Warnings, want) {
+		t.Errorf("warnings %q lack %q", r.Warnings, want)
+	}
+	poisoned := 0
+	for _, e := range r.Worst {
+		if e.Tensor == "page_indices" && strings.HasSuffix(e.Got, difftest.PoisonNote) {
+			poisoned++
+		}
+	}
+	if poisoned == 0 {
+		t.Errorf("no worst element is labelled as poison: %+v", r.Worst)
+	}
+	if o := recs["topk_transform/straddle-k512"]; o == nil || o.Verdict != difftest.VerdictPass || len(o.Warnings) != 0 {
+		t.Errorf("the other case: %+v", o)
+	}
+}
+
+// offersNothing offers no kernel and fails the test if it is ever run.
+type offersNothing struct{ t *testing.T }
+
+func (offersNothing) Name() string { return "offers-nothing" }
+func (offersNothing) Close() error { return nil }
+func (o offersNothing) Run(context.Context, difftest.Kernel, *difftest.Case, []*difftest.Buffer) (difftest.RunInfo, error) {
+	o.t.Error("Run called for a kernel the implementation does not offer")
+	return difftest.RunInfo{}, nil
+}
+func (offersNothing) Offers(kernel string) (bool, string) {
+	return false, "offers-nothing implements nothing, not " + kernel
+}
+
+// The serve implementation says which kernels it offers (its hello's),
+// and the runner neither draws nor runs the cases of the others: a
+// chained case none of whose stages is offered is not tested either.
+func TestServeOffers(t *testing.T) {
+	bin := serveBuild(t)
+	impl, err := proc.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impl.Close()
+	o, ok := impl.(difftest.KernelOfferer)
+	if !ok {
+		t.Fatal("the serve implementation is no difftest.KernelOfferer")
+	}
+	if ok, why := o.Offers("topk_transform"); !ok || why != "" {
+		t.Errorf("Offers(topk_transform) = %v, %q", ok, why)
+	}
+	if ok, why := o.Offers("norm_rope_store"); ok || why != "the serve program implements topk_transform, not norm_rope_store" {
+		t.Errorf("Offers(norm_rope_store) = %v, %q", ok, why)
+	}
+
+	items := serveItems(t, `^pipeline/|^norm_rope_store/gaussian/v4/N=96/P=64$`)
+	recs, sum, err := serveRun(t, offersNothing{t}, items, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != len(items) || sum.Passed+sum.Failed != 0 {
+		t.Fatalf("summary %+v of %d items", sum, len(items))
+	}
+	for id, r := range recs {
+		want := "offers-nothing implements nothing, not norm_rope_store"
+		if r.Kernel == "pipeline" {
+			want = "the implementation offers none of the chain's kernels (norm_rope_store, indexer_logits, topk_transform): not tested"
+		}
+		if r.Verdict != difftest.VerdictSkip || r.Class != difftest.Unavailable || r.Message != want || r.InputSHA256 != "" {
+			t.Errorf("%s: %+v", id, r)
+		}
 	}
 }

@@ -92,6 +92,11 @@ func stage3(c *difftest.Case, scores *difftest.Tensor) (*difftest.Case, error) {
 	return st, nil
 }
 
+// StageKernels returns the kernels of the three stages in order
+// (difftest.ChainStages): a serve program that offers none of them is not
+// sent the case, nor are its inputs drawn.
+func (Kernel) StageKernels() []string { return append([]string(nil), stageKernels[:]...) }
+
 // RunChain runs the three stages on the implementation under test
 // (difftest.Chain): stage 1 on the case's tokens; stage 2 on the cache the
 // implementation wrote; stage 3 on the logits it gave. The first stage

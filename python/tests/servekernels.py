@@ -55,3 +55,15 @@ def rebinds(a, b, **params):
 def swallows(a, out=None, **params):
     """The mistake under test: the output is named b, so it lands in
     **params and out stays None."""
+
+
+@kerneldiff.implements("torchy", outputs=_copy_outputs)
+def torchy(a, b, **params):
+    """The mistake under test: written for torch, registered for NumPy."""
+    b[...] = a.float() * 2
+
+
+@kerneldiff.implements("attr_typo", outputs=_copy_outputs)
+def attr_typo(a, b, **params):
+    """An AttributeError that has nothing to do with torch: no hint."""
+    b[...] = a.nonexistent_attribute

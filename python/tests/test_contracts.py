@@ -27,6 +27,7 @@ def test_contracts_are_the_generated_file():
         doc = json.load(f)
     assert doc["generated_by"] == "difftest list contracts --json"
     assert list(CONTRACTS) == [c["name"] for c in doc["contracts"]]
+    assert list(CONTRACTS) == sorted(CONTRACTS) and len(CONTRACTS) >= 3
 
 
 def test_every_cuda_kernel_has_a_contract():
@@ -91,3 +92,23 @@ def test_capture_derives_size_params_from_the_contract():
     p = {}
     _derive("my_op", p, {"out": np.zeros((2, 2))}, {})
     assert p == {}
+
+
+def test_capture_derives_the_logits_dtype_from_the_output():
+    from kerneldiff.capture import _derive
+
+    c = lookup("indexer_logits")
+    assert c.dtype_params == {"logits": ("logits_dtype", {"bf16": "BF16", "f32": "F32"}, "F32")}
+    p = {"store": "fp4"}
+    _derive("indexer_logits", p, {"logits": np.zeros((2, 300), np.uint16)}, {})  # bf16 bits
+    assert p["logits_dtype"] == "bf16" and p["stride"] == 300
+    p = {"store": "fp8"}
+    _derive("indexer_logits", p, {"logits": np.zeros((2, 300), np.float32)}, {})
+    assert "logits_dtype" not in p  # the default dtype: nothing to say
+    p = {"logits_dtype": "f32"}
+    _derive("indexer_logits", p, {"logits": np.zeros((2, 300), np.uint16)}, {})
+    assert p["logits_dtype"] == "f32"  # given params are kept
+    from kerneldiff import CaptureError
+
+    with pytest.raises(CaptureError, match="output 'logits' is F16, the contract takes BF16 or F32"):
+        _derive("indexer_logits", {}, {"logits": np.zeros((2, 3), np.float16)}, {})

@@ -197,3 +197,50 @@ def test_torch_ops_on_cpu():
                          "page_table": torch.tensor([[0, 1, 2, 3]], dtype=torch.int32)},
                   {"page_indices": pi}, {"K": 2, "P": 1, "return_raw": False})
     assert set(pi[0].tolist()) == {0, 1}
+
+
+# --- the FP4 store (store "fp4"), hand-worked --------------------------------
+
+def _fp4_token_case():
+    """One token x = 1 (RMSNorm: z = w · 1/sqrt(1 + 1e-6) = 0.9999995 · w),
+    identity RoPE, no Hadamard, written to slot 3 (page 1, offset 1) of a
+    P = 2 cache of 68·P-byte pages; a second token is not written."""
+    w = np.zeros(128, np.float32)
+    w[0:7] = [6, -4, 3, 1.5, 0.6, -0.2, 1.1]  # block 0: s1 = s2 = 1
+    w[32:64] = 0.001                          # block 1: s1 = s2 = 2^-12, codes 4
+    w[96:128] = -2                            # block 3: s1 = s2 = 0.5, codes -4; block 2 is zero
+    x = bf16_from_f32(np.ones((2, 128), np.float32))
+    freqs = np.tile(np.array([1, 0], np.float32), (1, 32))  # cos 1, sin 0
+    rng = np.random.default_rng(7)
+    canary = rng.integers(0, 256, (3, 68 * 2), dtype=np.uint8)
+    inputs = {"x": x, "weight": w, "bias": np.zeros(128, np.float32), "freqs": freqs,
+              "positions": np.zeros(2, np.int64), "out_loc": np.array([3, -1])}
+    params = {"norm": "rms", "rope_offset": 64, "rope_style": "interleaved", "hadamard": False, "store": "fp4",
+              "scale_fmt": "ue8m0", "page_size": 2, "num_pages": 3, "eps": 1e-6, "model": "v4", "preset": "v4-fp4"}
+    # Block 0: 5.999997 -> 6 (0x7), -3.999998 -> -4 (0xE), 2.9999985 -> 3 (0x5), 1.4999992 -> 1.5 (0x3),
+    # 0.5999997 -> 0.5 (0x1), -0.1999999 -> -0 stored as 0x0, 1.0999994 -> 1 (0x2); dim 2i low, 2i+1 high.
+    codes = [0xE7, 0x35, 0x01, 0x02] + [0] * 12
+    # Block 1: 0.0009999995 / 2^-12 = 4.096 -> 4 (0x6); block 2: zero; block 3: -1.999999 / 0.5 -> -4 (0xE).
+    codes += [0x66] * 16 + [0x00] * 16 + [0xEE] * 16
+    scales = [127, 127 - 12, 127 - 13, 127 - 1]  # 1, 2^-12, the floor 2^-13 (1e-4 rounded up), 0.5
+    want = canary.copy()
+    want[1, 64:128] = codes   # page 1: [P × 64 code bytes][P × 4 scale bytes], offset 1
+    want[1, 132:136] = scales
+    return inputs, canary, params, want
+
+
+@pytest.mark.parametrize("tensors", ["numpy", "torch"])
+def test_normrope_fp4_hand_worked_token(tensors):
+    inputs, canary, params, want = _fp4_token_case()
+    cache = canary.copy()
+    if tensors == "torch":
+        torch = pytest.importorskip("torch")
+        load_example("torch_ops.py")
+        ins = {k: torch.from_numpy(v) for k, v in inputs.items()}
+        ins["x"] = ins["x"].view(torch.int16).view(torch.bfloat16)
+        out = torch.from_numpy(cache)
+    else:
+        load_example("numpy_normrope.py")
+        ins, out = inputs, cache
+    registry.call(registry.get("norm_rope_store"), ins, {"cache": out}, params)
+    np.testing.assert_array_equal(cache, want)

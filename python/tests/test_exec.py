@@ -110,6 +110,7 @@ def test_exec_custom_kernel_outputs(tmp_path):
     ("boom", 1, "ValueError: boom"),
     ("returns", 1, "must return None"),
     ("unknown_kernel", 125, "'unknown_kernel' is not implemented here"),
+    ("torchy", 1, "AttributeError: 'numpy.ndarray' object has no attribute 'float'; torchy is handed NumPy arrays"),
 ])
 def test_exec_failures(tmp_path, kernel, code, words):
     r, out = exec_servekernel(tmp_path, kernel)
@@ -172,9 +173,42 @@ def test_exec_swallowed_output_hint(tmp_path):
     assert r.returncode == 0
     assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
     assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
+    # The same note in out.safetensors, for the harness to show on the case.
+    _, meta = read_file(out)
+    assert meta["note"] == ("output 'b' still holds only the harness's poison (never written): fill it in place "
+                            "(out.copy_(v) / out[...] = v); rebinding or returning it writes nothing; "
+                            "swallows has no parameter 'b', so the output went into its **params unseen")
 
 
 def test_exec_rebinding_hint(tmp_path):
     r, _ = exec_servekernel(tmp_path, "rebinds")
     assert r.returncode == 0
-    assert "output 'b' still holds only the poison byte 0xA5" in r.stderr
+    assert "output 'b' still holds only the harness's poison (never written)" in r.stderr
+    _, meta = read_file(out)
+    assert meta["note"].startswith("output 'b' still holds only the harness's poison")
+
+
+def test_exec_written_output_has_no_note(tmp_path):
+    load_target(KERNELS)
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, "copy", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    run_exec(str(inp), str(out))
+    _, meta = read_file(out)
+    assert "note" not in meta
+
+
+def test_exec_fills_outputs_with_the_run_poison(tmp_path):
+    """The request names the run's poison (0x5A for the harness's second
+    run): an output the function never writes comes back holding it, so
+    the harness sees it unwritten in both runs."""
+    load_target(KERNELS)
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    a = Tensor("F32", np.arange(5, dtype=np.float32))
+    write_file(inp, {"a": a}, {"kernel": "rebinds", "case": "t/c", "params": "{}", "poison": "90"})
+    run_exec(str(inp), str(out))
+    got, _ = read_file(out)
+    assert got["b"].array.view(np.uint8).tolist() == [0x5A] * 20
+    for bad in ("256", "x"):
+        write_file(inp, {"a": a}, {"kernel": "rebinds", "case": "t/c", "params": "{}", "poison": bad})
+        with pytest.raises(ExecError, match=r'__metadata__\["poison"\]'):
+            run_exec(str(inp), str(out))

@@ -1,9 +1,11 @@
-"""bf16, e4m3fn and key32 against hand-worked values (docs/contracts/norm_rope_store.md, OCP OFP8 1.0)."""
+"""bf16, e4m3fn, e2m1, ue8m0 and key32 against hand-worked values (docs/contracts/norm_rope_store.md,
+OCP OFP8 1.0, OCP MX 1.0) and ml_dtypes."""
 
 import numpy as np
 import pytest
 
-from kerneldiff.numerics import bf16_from_f32, bf16_to_f32, e4m3fn_from_f32, e4m3fn_to_f32, key32
+from kerneldiff.numerics import (bf16_from_f32, bf16_to_f32, e2m1_from_f32, e2m1_to_f32, e4m3fn_from_f32, e4m3fn_to_f32,
+                                 key32, ue8m0_ceil_f32, ue8m0_to_f32)
 
 
 def f32(*v):
@@ -128,3 +130,76 @@ def test_against_ml_dtypes_where_available():
     x = x[np.abs(x) <= 448]  # ml_dtypes is not saturating above 464
     np.testing.assert_array_equal(e4m3fn_from_f32(x), x.astype(ml.float8_e4m3fn).view(np.uint8))
     np.testing.assert_array_equal(bf16_from_f32(x), x.astype(ml.bfloat16).view(np.uint16))
+
+
+# e2m1 (OCP MX v1.0): (input, code, reason).
+E2M1_CASES = [
+    (0.0, 0x0, "+0"),
+    (-0.0, 0x8, "-0 keeps its sign (the FP4 store clears it)"),
+    (6.0, 0x7, "largest"),
+    (-1.5, 0xB, "negative exact"),
+    (0.25, 0x0, "midpoint of 0 and 0.5: even 0"),
+    (0.75, 0x2, "midpoint of 0.5 (01) and 1 (10): even 1"),
+    (1.25, 0x2, "midpoint of 1 (10) and 1.5 (11): even 1"),
+    (1.75, 0x4, "midpoint of 1.5 (011) and 2 (100): even 2"),
+    (2.5, 0x4, "midpoint of 2 and 3: even 2"),
+    (3.5, 0x6, "midpoint of 3 and 4: even 4"),
+    (5.0, 0x6, "midpoint of 4 and 6: even 4"),
+    (5.0 + 2.0 ** -20, 0x7, "just above the midpoint: up"),
+    (0.2499, 0x0, "below the first midpoint: 0"),
+    (-0.1, 0x8, "rounds to -0"),
+    (7.0, 0x7, "past 6 saturates"),
+    (-1e30, 0xF, "huge negative saturates"),
+    (np.inf, 0x7, "+inf saturates"),
+    (-np.inf, 0xF, "-inf saturates"),
+]
+
+
+@pytest.mark.parametrize("x, code, reason", E2M1_CASES, ids=[c[2] for c in E2M1_CASES])
+def test_e2m1_hand_values(x, code, reason):
+    assert int(e2m1_from_f32(f32(x))[0]) == code, reason
+
+
+def test_e2m1_nan_and_decode():
+    assert e2m1_from_f32(bits(0x7FC00000, 0xFFC00000)).tolist() == [0x7, 0x7]
+    assert e2m1_to_f32(np.arange(16, dtype=np.uint8)).tolist() == [
+        0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6]
+    assert np.signbit(e2m1_to_f32(np.array([8], np.uint8)))[0]
+
+
+UE8M0_CASES = [
+    (1.0, 127, "an exact power of two keeps its own exponent"),
+    (1.5, 128, "rounded up"),
+    (0.5 + 2.0 ** -24, 127, "just above 0.5: 1"),
+    (1e-4, 114, "1e-4 = 1.6384 * 2^-14: 2^-13"),
+    (2.0 ** -126, 1, "smallest normal"),
+    (2.0 ** -130, 1, "subnormal: clamped to 2^-126"),
+    (0.0, 1, "zero: clamped"),
+    (2.0 ** 127, 254, "largest"),
+    (3.0e38, 254, "past 2^127: clamped"),
+    (np.inf, 254, "+inf"),
+    (-2.0, 128, "the sign is ignored"),
+]
+
+
+@pytest.mark.parametrize("s, byte, reason", UE8M0_CASES, ids=[c[2] for c in UE8M0_CASES])
+def test_ue8m0_ceil_hand_values(s, byte, reason):
+    assert int(ue8m0_ceil_f32(f32(s))[0]) == byte, reason
+
+
+def test_ue8m0_nan_and_decode():
+    assert int(ue8m0_ceil_f32(bits(0x7FC00000))[0]) == 254
+    assert ue8m0_to_f32(np.array([127, 114, 1, 254, 0], np.uint8)).tolist() == [1.0, 2.0 ** -13, 2.0 ** -126, 2.0 ** 127, 2.0 ** -127]
+    assert np.isnan(ue8m0_to_f32(np.array([255], np.uint8)))[0]
+
+
+def test_e2m1_against_ml_dtypes():
+    ml = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(20000) * s for s in (0.3, 1, 3, 10)]).astype(np.float32)
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32)
+    mids = (grid[:-1] + grid[1:]) / 2
+    x = np.concatenate([x, grid, -grid, mids, -mids, np.nextafter(mids, np.float32(0)), np.nextafter(mids, np.float32(9))])
+    np.testing.assert_array_equal(e2m1_from_f32(x), x.astype(ml.float4_e2m1fn).view(np.uint8))
+    codes = np.arange(16, dtype=np.uint8)
+    np.testing.assert_array_equal(e2m1_to_f32(codes), codes.view(ml.float4_e2m1fn).astype(np.float32))

@@ -71,7 +71,8 @@ def test_version_text_and_hello_first():
     with Server([*SERVE, KERNELS, "--version", "my-kernels 0.3.1"]) as srv:
         hello = srv.recv()
         assert hello["version"].startswith("my-kernels 0.3.1 kerneldiff-py")
-        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape", "rebinds", "swallows"])
+        assert hello["kernels"] == sorted(["copy", "boom", "returns", "oob", "writes_input", "reshape", "rebinds", "swallows",
+                                           "torchy", "attr_typo"])
 
 
 def test_topk_round_trip_real_values():
@@ -305,8 +306,41 @@ def test_rebinding_an_output_is_hinted_on_stderr():
         srv.recv()
         lay = four_ones(srv, poison=0x5A)
         srv.send(lay.request(srv, "rebinds", {}, case="t/rebind"))
-        assert srv.recv()["status"] == "ok"  # the harness classes it unwritten
+        rep = srv.recv()
+        assert rep["status"] == "ok"  # the harness classes it unwritten
+        # The note goes back in the reply (the harness shows it on the case) and to stderr.
+        assert rep["message"] == ("output 'b' still holds only the harness's poison (never written): fill it in place "
+                                  "(out.copy_(v) / out[...] = v); rebinding or returning it writes nothing")
+        lay.write(srv)
+        srv.send(lay.request(srv, "swallows", {}, case="t/swallow"))
+        rep = srv.recv()
+        assert rep["status"] == "ok"
+        assert rep["message"].endswith("; swallows has no parameter 'b', so the output went into its **params unseen")
+        lay.write(srv)
+        srv.send(lay.request(srv, "copy", {"scale": 2.0}, case="t/copy"))
+        rep = srv.recv()
+        assert rep["status"] == "ok" and "message" not in rep  # written: no note
         srv.close_requests()
         code, err = srv.wait()
         assert code == 0
-        assert "seq 1 t/rebind: output 'b' still holds only the poison byte" in err
+        assert "seq 1 t/rebind: output 'b' still holds only the harness's poison (never written)" in err
+
+
+def test_ndarray_attribute_error_suggests_torch():
+    with Server([*SERVE, KERNELS]) as srv:
+        srv.recv()
+        lay = four_ones(srv)
+        srv.send(lay.request(srv, "torchy", {}, case="t/torchy"))
+        rep = srv.recv()
+        assert rep["status"] == "error"
+        assert rep["message"].startswith(
+            "AttributeError: 'numpy.ndarray' object has no attribute 'float'; torchy is handed NumPy arrays "
+            "(tensors=\"numpy\", the default): register it with @kerneldiff.implements('torchy', tensors=\"torch\") "
+            "to get torch tensors (at servekernels.py:"), rep["message"]
+        lay.write(srv)
+        srv.send(lay.request(srv, "attr_typo", {}, case="t/typo"))
+        rep = srv.recv()
+        assert rep["status"] == "error"
+        assert rep["message"].startswith("AttributeError: 'numpy.ndarray' object has no attribute 'nonexistent_attribute' (at ")
+        srv.close_requests()
+        assert srv.wait()[0] == 0

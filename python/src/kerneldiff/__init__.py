@@ -21,7 +21,8 @@ Public names:
 - :func:`capture` writes a capture file from live tensors; :func:`record`
   wraps an op so its real calls are captured; :class:`arg` names an op
   argument as a params value.
-- :mod:`kerneldiff.numerics`: bf16 and e4m3fn encoders/decoders, key32.
+- :mod:`kerneldiff.numerics`: bf16, e4m3fn, e2m1 (FP4) and ue8m0
+  encoders/decoders, key32.
 
 Dependencies: numpy and safetensors; torch is used when a function is
 registered with ``tensors="torch"`` or torch tensors are captured, never

@@ -122,7 +122,10 @@ def capture(
         top-k; ``norm``, ``rope_offset``, ``rope_style``, ``hadamard``,
         ``store``, ``scale_fmt``, ``page_size``, ``num_pages``, ``eps``,
         ``model`` for the store). Values must be JSON-able (NumPy and
-        one-element torch scalars are converted).
+        one-element torch scalars are converted). For known contracts the
+        params that equal a dimension of an input (the store's
+        ``num_pages``, the logits' ``batch``, ``heads``, ``num_pages``,
+        ``max_pages``) are derived from the tensors unless given.
     case : str, optional
         Case name. The id is ``kernel/case``; default
         ``kernel/<file name without .safetensors>``.
@@ -156,6 +159,8 @@ def capture(
     if contract is not None:
         if kernel == "norm_rope_store" and "bias" not in tensors and params.get("norm") == "rms":
             tensors["bias"] = np.zeros(128, dtype=np.float32)
+        params = dict(params)
+        _derive(kernel, params, None, tensors)
         _check_params(kernel, params)
         names = [n for n, _ in contract.inputs]
         missing = [n for n in names if n not in tensors]
@@ -199,22 +204,51 @@ MapValue = Union[str, Tuple[str, Callable[[Any], Any]]]
 ParamValue = Union[Any, arg, Callable[[Dict[str, Any]], Any]]
 
 
-def _derive(kernel: str, params: Dict[str, Any], outs: Dict[str, Any], tensors: Mapping[str, Any]) -> None:
+def _dtype_name(x: Any) -> Optional[str]:
+    """The safetensors dtype name of an array or tensor, or None."""
+    if _is_torch(x):
+        return name_of_torch(x.dtype)
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return None
+    try:
+        return name_of_numpy(dt)
+    except ValueError:
+        return None
+
+
+def _derive(kernel: str, params: Dict[str, Any], outs: Optional[Dict[str, Any]], tensors: Mapping[str, Any]) -> None:
     """Params that follow from the tensors of known contracts, unless given:
     each size param from its tensor's dimension, each output switch
-    (``return_raw``) from whether that output came back (the contract's
-    ``sizes`` and ``when``, contracts.json)."""
+    (``return_raw``) from whether that output came back, each dtype param
+    (``logits_dtype``) from the dtype of the output it picks when that is
+    not the default dtype (a NumPy ``uint16`` output is taken as BF16 bits)
+    (the contract's ``sizes``, ``when`` and ``dtype_by``, contracts.json).
+    With `outs` None (capture(), which sees no outputs) only the size
+    params of the inputs are derived."""
     c = lookup(kernel)
     if c is None:
         return
     for param, name, axis in c.sizes:
-        x = outs.get(name) if name in outs else tensors.get(name)
+        x = outs.get(name) if outs is not None and name in outs else tensors.get(name)
         shape = getattr(x, "shape", None)
         if param not in params and shape is not None and -len(shape) <= axis < len(shape):
             params[param] = int(shape[axis])
+    if outs is None:
+        return
     for name, switch in c.switches.items():
         if switch not in params:
             params[switch] = outs.get(name) is not None
+    for name, (param, of, default) in c.dtype_params.items():
+        dt = _dtype_name(outs.get(name))
+        if dt == "U16":
+            dt = "BF16"
+        if param in params or dt is None or dt == default:
+            continue
+        picked = [v for v, d in of.items() if d == dt]
+        if not picked:
+            raise CaptureError(f"{kernel}: output {name!r} is {dt}, the contract takes {' or '.join(sorted(set(of.values())))}")
+        params[param] = picked[0]
 
 
 def record(
@@ -258,7 +292,9 @@ def record(
         bound arguments by the op's names. Derived unless given: top-k ``K``
         (from the mapped ``page_indices`` shape) and ``return_raw`` (a
         ``raw_indices`` argument that is not None); store ``num_pages``
-        (the cache's first dimension).
+        (the cache's first dimension); logits ``batch``, ``heads``,
+        ``num_pages``, ``max_pages``, ``stride`` and ``logits_dtype``
+        ("bf16" for a bf16 ``logits`` output).
     limit : int, optional
         Capture at most this many calls (the first ones `when` accepts);
         default every call.

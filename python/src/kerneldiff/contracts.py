@@ -84,6 +84,11 @@ class Contract:
     sizes : tuple of (str, str, int)
         (param, tensor, axis): the integer param equals that dimension of
         that input or output in every valid case, so a capture can derive it.
+    dtype_params : mapping of str to (str, mapping of str to str, str)
+        Output name -> (the string param that picks its dtype, {param value:
+        dtype}, the dtype when the param is absent): indexer_logits'
+        ``logits`` is F32 or BF16 by ``logits_dtype``, so a capture derives
+        the param from the output.
     """
 
     name: str
@@ -96,6 +101,7 @@ class Contract:
     output_names: Tuple[str, ...] = ()
     switches: Mapping[str, str] = field(default_factory=dict)
     sizes: Tuple[Tuple[str, str, int], ...] = ()
+    dtype_params: Mapping[str, Tuple[str, Mapping[str, str], str]] = field(default_factory=dict)
 
     def input_dtype(self, name: str) -> Optional[str]:
         """The contract dtype of input or in/out tensor `name`, or None for
@@ -182,6 +188,8 @@ def _contract(spec: Mapping[str, Any]) -> Contract:
         output_names=tuple(o["name"] for o in spec["outputs"] if not o.get("inout")),
         switches={o["name"]: o["when"] for o in spec["outputs"] if o.get("when")},
         sizes=tuple((s["param"], s["tensor"], int(s["axis"])) for s in spec.get("sizes") or ()),
+        dtype_params={o["name"]: (o["dtype_by"], dict(o.get("dtype_of") or {}), o["dtype"])
+                      for o in spec["outputs"] if o.get("dtype_by")},
     )
 
 

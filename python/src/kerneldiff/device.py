@@ -151,12 +151,13 @@ def unwritten_outputs(kernel: str, outputs: Mapping[str, Slot]) -> list:
     return names
 
 
-def unwritten_hint(impl: Any, name: str, poison: int) -> str:
-    """The teaching line for output `name` left holding only the poison
-    byte `poison` by `impl` (a registry.Implementation): fill it in place,
-    and, when the function has no parameter of that name, that it went into
-    **params."""
-    msg = (f"output {name!r} still holds only the poison byte 0x{poison:02X} (never written): fill it in place "
+def unwritten_hint(impl: Any, name: str) -> str:
+    """The teaching line for output `name` left holding only the harness's
+    poison by `impl` (a registry.Implementation): fill it in place, and,
+    when the function has no parameter of that name, that it went into
+    **params. The same text for either poison byte, so the two runs of a
+    case give one note."""
+    msg = (f"output {name!r} still holds only the harness's poison (never written): fill it in place "
            "(out.copy_(v) / out[...] = v); rebinding or returning it writes nothing")
     if hasattr(impl, "named") and not impl.named(name):
         fn = getattr(impl.fn, "__qualname__", impl.fn)

@@ -7,8 +7,10 @@ them), calls the same registered function the serve loop calls,
 and writes ``OUT`` with every output under its contract name with the exact
 dtype and shape (docs/interfaces.md, "The exec protocol").
 
-Outputs that are not in/out start filled with the poison byte 0xA5 (the
-harness's poison A) inside 4 KiB guard bands of the same byte; after the
+Outputs that are not in/out start filled with the run's poison byte
+(``__metadata__["poison"]``; 0xA5, the harness's poison A, when the
+request does not say) inside 4 KiB guard bands of the same byte, so an
+output the function never writes reaches the harness as unwritten; after the
 call the guards and the inputs are checked, so a write outside an output or
 into an input fails the run here with the tensor named, as the serve
 protocol's guard and input checks would.
@@ -32,10 +34,15 @@ from .stfile import Tensor, read_file, write_file
 
 __all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
 
-#: Byte that fills fresh outputs and guard bands.
+#: Byte that fills fresh outputs and guard bands when the request names
+#: no poison (an older harness).
 POISON = 0xA5
 #: Guard band bytes on each side of an output.
 GUARD = 4096
+
+#: out.safetensors metadata key of the program's note on its run (an
+#: output left unwritten): the harness shows it as a warning of the case.
+NOTE = "note"
 
 #: Exit status of a case whose kernel this program does not implement: the
 #: harness records it as not tested (skipped), as serve does for a kernel
@@ -52,10 +59,10 @@ class ExecError(Exception):
         self.code = code
 
 
-def _guarded(dtype: str, shape: Tuple[int, ...], fill: Optional[np.ndarray]) -> Slot:
+def _guarded(dtype: str, shape: Tuple[int, ...], fill: Optional[np.ndarray], poison: int) -> Slot:
     dt = numpy_dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    buf = np.full(nbytes + 2 * GUARD, POISON, dtype=np.uint8)
+    buf = np.full(nbytes + 2 * GUARD, poison, dtype=np.uint8)
     view = buf[GUARD : GUARD + nbytes].view(dt).reshape(shape)
     if fill is not None:
         view[...] = fill
@@ -137,6 +144,12 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
             specs = output_specs(kernel, params, shapes, impl.outputs)
     except (ValueError, KeyError, TypeError) as e:
         raise ExecError(f"exec: {kernel}: cannot derive the outputs: {e}") from None
+    try:
+        poison = int(meta.get("poison", POISON))
+        if not 0 <= poison <= 255:
+            raise ValueError(f"{poison} is not a byte")
+    except ValueError as e:
+        raise ExecError(f'exec: {in_path}: __metadata__["poison"]: {e}') from None
     contract = lookup(kernel)
     inputs: Dict[str, Slot] = {}
     saved: Dict[str, np.ndarray] = {}
@@ -157,7 +170,7 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
             if t is None or t.dtype != s.dtype or tuple(t.array.shape) != s.shape:
                 raise ExecError(f"exec: {in_path}: in/out tensor {s.name!r} must arrive as {s.dtype}{list(s.shape)}")
             prior = t.array
-        slot = _guarded(s.dtype, s.shape, prior)
+        slot = _guarded(s.dtype, s.shape, prior, poison)
         slot.name = s.name
         outputs[s.name] = slot
     runner = Runner(device, need_torch=impl.tensors == "torch")
@@ -169,7 +182,7 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         assert slot.buffer is not None
         g = slot.guard
         for side, band, base in (("before", slot.buffer[:g], -g), ("after", slot.buffer[len(slot.buffer) - g :], slot.view.nbytes)):
-            bad = np.flatnonzero(band != POISON)
+            bad = np.flatnonzero(band != poison)
             if bad.size:
                 raise ExecError(
                     f"exec: {kernel}: output {n!r}: a write outside the output, {side} it "
@@ -180,9 +193,12 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
         i = _first_diff(slot.view, saved[n])
         if i >= 0:
             raise ExecError(f"exec: {kernel}: input {n!r} was modified (first at byte {i}; input-modified class)", code=1)
-    for n in unwritten_outputs(kernel, outputs):
-        print(f"exec: {kernel}: {unwritten_hint(impl, n, POISON)}", file=sys.stderr)
-    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()})
+    hints = [unwritten_hint(impl, n) for n in unwritten_outputs(kernel, outputs)]
+    for h in hints:
+        print(f"exec: {kernel}: {h}", file=sys.stderr)
+    # The harness copies the note into the case's warnings (difftest's proc.MetaNote).
+    note = {NOTE: "; ".join(hints)} if hints else None
+    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()}, note)
     return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
 
 

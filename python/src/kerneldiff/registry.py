@@ -40,7 +40,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-__all__ = ["ContractError", "Unsupported", "Implementation", "implements", "get", "kernels", "clear", "call"]
+import numpy as np
+
+__all__ = ["ContractError", "Unsupported", "Implementation", "implements", "get", "kernels", "clear", "call", "torch_hint",
+           "TORCH_METHODS"]
 
 
 class Unsupported(Exception):
@@ -232,6 +235,44 @@ def _storage(v: Any) -> Any:
     return ai["data"][0] if ai else id(v)
 
 
+#: torch.Tensor methods a NumPy array lacks, which a function written for
+#: torch calls first (dtype casts, device moves, in-place ops).
+TORCH_METHODS = frozenset({
+    "float", "half", "bfloat16", "double", "int", "long", "short", "bool", "to", "cuda", "cpu",
+    "contiguous", "clone", "detach", "numel", "dim", "element_size", "data_ptr", "is_cuda",
+    "unsqueeze", "permute", "expand", "view_as", "type_as", "masked_fill", "index_select",
+    "gather", "scatter", "topk", "new_zeros", "new_full", "new_empty", "amax", "amin", "sub",
+    "mul", "add", "div", "clamp", "float8_e4m3fn",
+})
+
+
+def torch_hint(impl: "Implementation", e: AttributeError) -> str:
+    """The hint for an AttributeError that a NumPy array raised in a
+    function registered with ``tensors="numpy"`` (the default) but written
+    for torch tensors: ``ndarray.float()``, ``.to(...)``, an in-place
+    ``.copy_``/``.fill_``. "" when the error is anything else.
+
+    The function looks written for torch when the attribute is a torch
+    method NumPy lacks (:data:`TORCH_METHODS`, or any name ending in ``_``,
+    torch's in-place convention) or its module uses ``torch``.
+    """
+    if impl.tensors != "numpy":
+        return ""
+    obj = getattr(e, "obj", None)
+    text = str(e.args[0]) if e.args else ""
+    if not (isinstance(obj, np.ndarray) or (obj is None and text.startswith("'numpy.ndarray' object has no attribute"))):
+        return ""
+    name = getattr(e, "name", None) or text.rsplit(" ", 1)[-1].strip("'\"")
+    fn = impl.fn
+    glb = getattr(fn, "__globals__", {}) or {}
+    code = getattr(fn, "__code__", None)
+    uses_torch = "torch" in glb or (code is not None and "torch" in code.co_names)
+    if not (uses_torch or name in TORCH_METHODS or name.endswith("_")):
+        return ""
+    return (f"; {getattr(fn, '__qualname__', fn)} is handed NumPy arrays (tensors=\"numpy\", the default): "
+            f"register it with @kerneldiff.implements({impl.kernel!r}, tensors=\"torch\") to get torch tensors")
+
+
 def call(
     impl: Implementation,
     inputs: Mapping[str, Any],
@@ -295,7 +336,13 @@ def call(
                     f"(tensors: {', '.join(sorted(set(inputs) | set(outputs)))}; params: {', '.join(sorted(params))})",
                 )
     before = {n: (getattr(v, "dtype", None), tuple(getattr(v, "shape", ())), _storage(v)) for n, v in outputs.items()}
-    result = impl.fn(**kwargs)
+    try:
+        result = impl.fn(**kwargs)
+    except AttributeError as e:
+        hint = torch_hint(impl, e)
+        if hint:
+            e.args = (f"{e.args[0] if e.args else e}{hint}",) + tuple(e.args[1:])
+        raise
     if result is not None:
         hint = ""
         for name, v in outputs.items():

@@ -128,6 +128,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if w := difftest.GeneratorWarning(c); w != "" {
 		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
 	}
+	start := time.Now()
 	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
@@ -136,7 +137,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	item := difftest.Item{Seed: c.Seed, Case: c, SuiteCase: difftest.SuiteCase{File: file, Spec: difftest.CaseSpec{Kernel: c.Kernel, Family: c.Family, Name: strings.TrimPrefix(c.ID, c.Kernel+"/")}}}
 	opts := f.replayOptions(ctx, file)
 	return execute(ctx, &f, impl, execution{
-		suite: file, items: difftest.ItemList{item}, seed: c.Seed, repeat: 1, cases: 1,
+		suite: file, items: difftest.ItemList{item}, seed: c.Seed, repeat: 1, cases: 1, start: start,
 		replay: func(*difftest.Record) string { return difftest.ReplayCaptureLine(opts, file) },
 	}, stdout, stderr)
 }

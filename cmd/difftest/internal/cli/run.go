@@ -246,6 +246,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := f.checkReportPaths("--suite", *suiteName); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	start := time.Now() // the summary's time includes the implementation's start-up
 	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {
 		return code
@@ -257,7 +258,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cases, selected := report.SelectionOf(st, sel.Run)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
-		failfast: *failfast, saveDir: *saveDir,
+		failfast: *failfast, saveDir: *saveDir, start: start,
 		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(onDevice(opts, r), r.Case, r.Seed) },
 		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(onDevice(opts, r), r.Capture) },
 	}, stdout, stderr)
@@ -273,7 +274,11 @@ type execution struct {
 	selected []int // suite positions --run kept, nil = all (Header.Selected)
 	failfast bool
 	saveDir  string
-	replay   func(*difftest.Record) string
+	// start is when the run began, before the implementation was opened:
+	// a serve program's start-up until its hello counts in the summary's
+	// time (difftest.Config.Start).
+	start  time.Time
+	replay func(*difftest.Record) string
 	// replayCapture, when set, is the replay line of a saved capture.
 	replayCapture func(*difftest.Record) string
 }
@@ -306,7 +311,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	prog := newProgress(stderr)
 	cfg := difftest.Config{
 		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
-		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture,
+		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture, Start: e.start,
 		OnRecord: func(r *difftest.Record) error {
 			rep.Records = append(rep.Records, r)
 			if jw != nil {

@@ -28,6 +28,8 @@
 //	garbage      OUT holds bytes that are not safetensors
 //	truncated    OUT cut in the middle of the data
 //	nofile       exit 0 without writing OUT
+//	note         correct, with a two-line note in OUT's __metadata__
+//	             (proc.MetaNote)
 package main
 
 import (
@@ -42,6 +44,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
 )
 
 func main() {
@@ -127,6 +130,11 @@ func main() {
 		}
 		return
 	case "nofile":
+		return
+	case "note":
+		if err := difftest.WriteSafetensors(out, outs, map[string]string{proc.MetaNote: "a note\n  on two lines " + strings.Repeat("é", 1000)}); err != nil {
+			fail(err.Error())
+		}
 		return
 	default:
 		fail("unknown mode " + *mode)

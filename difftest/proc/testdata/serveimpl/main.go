@@ -1,14 +1,15 @@
 // Command serveimpl speaks the serve protocol (docs/python.md, "The serve
 // protocol, version 1") for the tests of difftest's serve implementation:
 //
-//	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE]
+//	serveimpl [-mode MODE] [-match REGEXP] [-kernels LIST] [-pidfile FILE] [-hello-delay D]
 //
 // It answers every request with the Go reference of the registered kernel
 // (every kernel of kernels/all), computed straight into the shared
 // memory, and misbehaves as MODE says on the first request whose case id
 // matches -match (every request when -match is empty). -kernels is the
 // comma-separated list its hello names (default: every registered kernel
-// but the chains).
+// but the chains). -hello-delay waits that long before the hello (a
+// program's start-up, as importing torch is).
 //
 // Modes, one per failure of the protocol:
 //
@@ -40,6 +41,10 @@
 //	die-setsid   a child that leaves the group (setsid) holding the reply
 //	             pipe open, then exit status 3 without replying
 //	no-hello-setsid  the same before the hello
+//	unwritten    write nothing, on every run of the matching case, and say
+//	             so in an "ok" reply's message
+//	             (what python -m kerneldiff serve does for an output left
+//	             holding only the poison)
 package main
 
 import (
@@ -64,7 +69,9 @@ func main() {
 	match := flag.String("match", "", "misbehave on the first case whose id matches")
 	kernels := flag.String("kernels", strings.Join(unchained(), ","), "kernels the hello names (default: every registered kernel that is not a chain)")
 	pidfile := flag.String("pidfile", "", "fork: where to write the child's pid")
+	helloDelay := flag.Duration("hello-delay", 0, "wait this long before the hello")
 	flag.Parse()
+	time.Sleep(*helloDelay)
 	if *mode == "sleep" {
 		time.Sleep(time.Hour)
 		os.Exit(0)
@@ -98,7 +105,7 @@ func main() {
 			seen++ // the first run answers right
 			bad = false
 		}
-		if bad {
+		if bad && *mode != "unwritten" { // unwritten misbehaves on every run of the case
 			done = true
 		}
 		reply := proc.ServeReply{Type: "result", Seq: r.Seq, Status: "ok", KernelTimeNS: 1000}
@@ -123,6 +130,8 @@ func main() {
 				time.Sleep(time.Hour)
 			case "wrong-seq":
 				reply.Seq++
+			case "unwritten":
+				reply.Message = "output '" + r.Outputs[0].Name + "' still holds only the poison: fill it in place"
 			case "error", "error-exit":
 				reply.Status, reply.Message = "error", "serveimpl: failing on purpose\nsecond line"
 			case "flood":
@@ -147,7 +156,7 @@ func main() {
 				must(os.WriteFile(*pidfile, []byte(fmt.Sprint(child.Process.Pid)), 0o644))
 			}
 		}
-		if reply.Status == "ok" && *mode != "noop" {
+		if reply.Status == "ok" && *mode != "noop" && !(bad && *mode == "unwritten") {
 			must(compute(&r, mem))
 		}
 		if bad {
