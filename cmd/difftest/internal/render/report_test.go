@@ -234,10 +234,14 @@ func TestKeyMetric(t *testing.T) {
 		want    string
 	}{
 		{difftest.VerdictFail, m, "missing=2"},
-		{difftest.VerdictPass, map[string]any{"recall": 1.0, "missing": 0}, "recall=1"},
+		// A pass shows its distance to the bound or nothing: top-k's
+		// recall=0.04883 on a valid ReLU row alarmed (issue 17).
+		{difftest.VerdictPass, map[string]any{"recall": 0.04883, "missing": 0, "tie_band": 7936}, ""},
 		{difftest.VerdictPass, map[string]any{"max_code_distance": 0, "max_ratio": 0.25, "mismatches": 0}, "max_code_distance=0"},
+		{difftest.VerdictPass, map[string]any{"max_ratio": 0.25, "mismatch_fraction": 0.0}, "max_ratio=0.25"},
 		{difftest.VerdictFail, map[string]any{"max_code_distance": 3, "mismatches": 17}, "mismatches=17"},
-		{difftest.VerdictPass, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, "beta=x"},
+		{difftest.VerdictPass, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, ""},
+		{difftest.VerdictFail, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, "beta=x"},
 		{difftest.VerdictPass, nil, ""},
 	}
 	for _, tt := range tests {
