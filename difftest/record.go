@@ -68,15 +68,19 @@ func (r *Record) Failed() bool { return r.Verdict == VerdictFail }
 
 // Header is the first line of a JSON Lines report: what was run, where.
 type Header struct {
-	Type             string            `json:"type"` // "header"
-	Suite            string            `json:"suite"`
-	Seed             uint64            `json:"seed"`
-	Repeat           int               `json:"repeat"`
-	Cases            int               `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (report.SelectionOf)
-	Selected         []int             `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (report.SelectionOf)
-	Shard            string            `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
-	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (report.Merge); 0 otherwise
-	Impl             string            `json:"impl"`
+	Type         string `json:"type"` // "header"
+	Suite        string `json:"suite"`
+	Seed         uint64 `json:"seed"`
+	Repeat       int    `json:"repeat"`
+	Cases        int    `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (report.SelectionOf)
+	Selected     []int  `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (report.SelectionOf)
+	Shard        string `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
+	MergedShards int    `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (report.Merge); 0 otherwise
+	Impl         string `json:"impl"`
+	// Params are the run's --param NAME=VALUE overrides, in the order
+	// given: set in every case that takes them, so every record's params
+	// and replay line carry them too. Empty when none was given.
+	Params           []string          `json:"params,omitempty"`
 	GeneratorVersion int               `json:"generator_version"`
 	GitCommit        string            `json:"git_commit,omitempty"`
 	Properties       map[string]string `json:"properties,omitempty"` // device, driver, cuda, fatbin_sha256 (see Prop*)

@@ -257,7 +257,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cases, selected := report.SelectionOf(st, sel.Run)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
-		failfast: *failfast, saveDir: *saveDir,
+		failfast: *failfast, saveDir: *saveDir, params: params,
 		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(onDevice(opts, r), r.Case, r.Seed) },
 		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(onDevice(opts, r), r.Capture) },
 	}, stdout, stderr)
@@ -273,6 +273,7 @@ type execution struct {
 	selected []int // suite positions --run kept, nil = all (Header.Selected)
 	failfast bool
 	saveDir  string
+	params   []string // --param overrides (Header.Params)
 	replay   func(*difftest.Record) string
 	// replayCapture, when set, is the replay line of a saved capture.
 	replayCapture func(*difftest.Record) string
@@ -285,7 +286,7 @@ type execution struct {
 // code is 128 + the signal.
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
-	h.Cases, h.Selected = e.cases, e.selected
+	h.Cases, h.Selected, h.Params = e.cases, e.selected, e.params
 	var jw *report.JSONLWriter
 	if f.json != "" {
 		jf, err := difftest.CreateStream("--json", f.json)
