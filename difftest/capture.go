@@ -281,6 +281,10 @@ func (f *SafetensorsFile) Names() []string {
 	return names
 }
 
+// Meta returns the __metadata__ string under key ("" when absent); the
+// header it came from was bounded by MaxHeaderBytes.
+func (f *SafetensorsFile) Meta(key string) string { return f.s.meta[key] }
+
 // Read reads the tensor named name (which must be one of Names) into a
 // fresh Tensor; the header has bounded its size by the file's.
 func (f *SafetensorsFile) Read(name string) (*Tensor, error) { return f.s.read(name) }

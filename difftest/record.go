@@ -97,6 +97,11 @@ type Summary struct {
 	Classes map[Class]int `json:"classes,omitempty"` // failures per class
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Aborted string        `json:"aborted,omitempty"` // why the run stopped early, if it did
+	// Properties are the header properties the implementation stated only
+	// once it had run, after the header line was written (an exec
+	// program's version line and device, PropImplVersion); a reader of the
+	// report adds them to the header's (report.ReadJSONL does).
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // Add counts one record.
@@ -131,6 +136,11 @@ const (
 	// PropEmulated is set, to a description of what ran, when the kernels
 	// ran on the emulated driver (the CUDA source on the CPU), not a GPU.
 	PropEmulated = "emulated"
+	// PropImplVersion is the implementation's own version line, where it
+	// states one: a serve program's hello "version", an exec program's
+	// out.safetensors __metadata__ "version" (the Python package's: its
+	// own, python's, numpy's, torch's and CUDA's versions).
+	PropImplVersion = "impl_version"
 )
 
 // PropertyProvider is implemented by implementations that know their

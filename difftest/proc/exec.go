@@ -233,6 +233,28 @@ type execImpl struct {
 	running map[*execRun]struct{}
 	runs    sync.WaitGroup // every Run in progress, until its folder is removed
 	closed  bool
+	who     execWho // the last version and device an out.safetensors stated
+}
+
+// execWho is what an exec program says of itself in out.safetensors'
+// __metadata__: "version" (its version line) and "device" (where it ran),
+// each kept only when at most ServeMaxText bytes, as a hello's.
+type execWho struct{ version, device string }
+
+// Properties implements PropertyProvider: the version line and device the
+// last out.safetensors stated (PropImplVersion, PropDevice); none before
+// the first run, or when the program states none.
+func (e *execImpl) Properties() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	props := map[string]string{}
+	if e.who.version != "" {
+		props[difftest.PropImplVersion] = e.who.version
+	}
+	if e.who.device != "" {
+		props[difftest.PropDevice] = e.who.device
+	}
+	return props
 }
 
 // execRun is one live program, cancellable by Close.
@@ -308,7 +330,13 @@ func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case,
 	if err != nil {
 		return info, err
 	}
-	return info, execReadOutput(out, c, outs)
+	who, err := execReadOutput(out, c, outs)
+	if err == nil && who != (execWho{}) {
+		e.mu.Lock()
+		e.who = who
+		e.mu.Unlock()
+	}
+	return info, err
 }
 
 // runProgram runs the command on in and out and classifies its end. The
@@ -456,14 +484,15 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 // allocated: it must be a regular file (a FIFO, a device or a link to one
 // is refused by its type), its header is bounded (difftest.OpenSafetensors), and
 // only the outputs' bytes are read, each after its dtype and shape match
-// the contract; other tensors are not read at all.
-func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) error {
+// the contract; other tensors are not read at all. It returns the
+// version and device the file's __metadata__ states (execWho).
+func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (execWho, error) {
 	sf, err := difftest.OpenSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+			return execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		return execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
 	defer sf.Close()
 	var missing []string
@@ -474,22 +503,29 @@ func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 			continue
 		}
 		if dtype != o.DType || !slices.Equal(shape, o.Shape) {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
+			return execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
+		return execWho{}, &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
 	}
 	got := make([]*difftest.Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
 		if got[i], err = sf.Read(o.Name); err != nil {
-			return &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+			return execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 		}
 	}
 	for i := range c.Outputs {
 		copy(outs[i].Data, got[i].Data)
 	}
-	return nil
+	var who execWho
+	if v := sf.Meta("version"); len(v) <= ServeMaxText {
+		who.version = v
+	}
+	if d := sf.Meta("device"); len(d) <= ServeMaxText {
+		who.device = d
+	}
+	return who, nil
 }
 
 // execDetail is a *CaptureError's message without the file name (the

@@ -5,7 +5,11 @@ Reads ``IN`` (every input under its contract name, in/out tensors such as
 a JSON string and outputs, the case's output specs as the harness states
 them), calls the same registered function the serve loop calls,
 and writes ``OUT`` with every output under its contract name with the exact
-dtype and shape (docs/interfaces.md, "The exec protocol").
+dtype and shape (docs/interfaces.md, "The exec protocol"), and
+``__metadata__`` ``version`` and ``device``: this package's version line
+(:func:`kerneldiff.server.version_string`: python, numpy, torch and CUDA
+versions) and where the function ran, which the harness shows in the
+report's header as it shows a serve program's hello.
 
 Outputs that are not in/out start filled with the poison byte 0xA5 (the
 harness's poison A) inside 4 KiB guard bands of the same byte; after the
@@ -28,6 +32,7 @@ from .contracts import OutputSpec, lookup, output_specs
 from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .registry import ContractError, Unsupported
+from .server import MAX_FREE_TEXT, _clip, version_string
 from .stfile import Tensor, read_file, write_file
 
 __all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
@@ -182,7 +187,10 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
             raise ExecError(f"exec: {kernel}: input {n!r} was modified (first at byte {i}; input-modified class)", code=1)
     for n in unwritten_outputs(kernel, outputs):
         print(f"exec: {kernel}: {unwritten_hint(impl, n, POISON)}", file=sys.stderr)
-    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()})
+    # The program's own version line and device, as a serve program's hello
+    # gives them: the harness puts them in the report's header.
+    who = {"version": version_string(), "device": _clip(runner.device_name(impl.tensors == "torch"), MAX_FREE_TEXT)}
+    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()}, who)
     return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
 
 

@@ -323,10 +323,16 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	rep.Summary = &sum
 	if pp, ok := impl.(difftest.PropertyProvider); ok {
 		// A device implementation may learn more once it has run (a
-		// restarted worker, a lazily opened device).
+		// restarted worker, a lazily opened device, an exec program's
+		// version line): the JSON Lines header is written, so the summary
+		// line carries what changed.
 		for k, v := range pp.Properties() {
-			if v != "" {
+			if v != "" && rep.Header.Properties[k] != v {
 				rep.Header.Properties[k] = v
+				if sum.Properties == nil {
+					sum.Properties = map[string]string{}
+				}
+				sum.Properties[k] = v
 			}
 		}
 	}

@@ -28,6 +28,10 @@
 //	garbage      OUT holds bytes that are not safetensors
 //	truncated    OUT cut in the middle of the data
 //	nofile       exit 0 without writing OUT
+//	long-version correct, with a version line over ServeMaxText bytes
+//
+// Every OUT it writes whole states __metadata__ "version" = "execimpl 1"
+// and "device" = "execimpl test device".
 package main
 
 import (
@@ -128,10 +132,15 @@ func main() {
 		return
 	case "nofile":
 		return
+	case "long-version":
 	default:
 		fail("unknown mode " + *mode)
 	}
-	if err := difftest.WriteSafetensors(out, outs, map[string]string{"producer": "execimpl"}); err != nil {
+	who := map[string]string{"producer": "execimpl", "version": "execimpl 1", "device": "execimpl test device"}
+	if *mode == "long-version" {
+		who["version"] = strings.Repeat("v", 300)
+	}
+	if err := difftest.WriteSafetensors(out, outs, who); err != nil {
 		fail(err.Error())
 	}
 }
