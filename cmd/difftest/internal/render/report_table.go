@@ -124,13 +124,17 @@ func WriteTable(w io.Writer, rep *report.Report) error {
 
 	writeMatrix(&b, rep.Records)
 	writeCauses(&b, rep.Records)
-	if len(notes.list) > 0 || wall {
+	legend := metricLegend(rep.Records)
+	if len(notes.list) > 0 || wall || len(legend) > 0 {
 		b.WriteString("\n")
 		for i, n := range notes.list {
 			fmt.Fprintf(&b, "%s %s\n", superscript(i+1), n)
 		}
 		if wall {
 			b.WriteString("~ wall time of the whole case (generation, both runs, reference, checks): the implementation measured no kernel time\n")
+		}
+		for _, l := range legend {
+			b.WriteString(l + "\n")
 		}
 	}
 	sum := rep.Summary
@@ -384,4 +388,37 @@ func ParamsLine(params []string) string {
 		ps[i] = difftest.SafeText(p)
 	}
 	return "params: " + strings.Join(ps, ", ") + " (--param: set in every case that takes them)"
+}
+
+// okMetrics says what each metric an ok row may show means: how close the
+// case came, never a verdict (the verdict is "ok"). Top-k passes show none
+// (difftest.KeyMetric).
+var okMetrics = []struct{ name, doc string }{
+	{"max_ulp", "the largest distance to the reference's bf16 value, in ULP (within the derived bound)"},
+	{"max_code_distance", "the largest distance to the reference's code, in e4m3 or e2m1 codes (within the derived bound)"},
+	{"max_ratio", "the worst element's |got − exact| / allowed bound (≤ 1 passes; 1 is the bound)"},
+	{"recall", "the share of the exact top-K chosen, worst row (a pipeline's, end to end against the unquantised f64 pipeline: quantised keys lose some); needles: planted needles chosen"},
+}
+
+// metricLegend returns one line per metric name the ok rows of recs show
+// (KeyMetric "name=value …"), saying what it means, under the heading
+// "METRIC of an ok row:"; none when no ok row shows one of okMetrics.
+func metricLegend(recs []*difftest.Record) []string {
+	shown := map[string]bool{}
+	for _, r := range recs {
+		if r.Verdict == difftest.VerdictPass {
+			name, _, _ := strings.Cut(r.KeyMetric, "=")
+			shown[name] = true
+		}
+	}
+	var lines []string
+	for _, m := range okMetrics {
+		if shown[m.name] {
+			lines = append(lines, fmt.Sprintf("  %-17s %s", m.name, m.doc))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return append([]string{"METRIC of an ok row, how close it came (not a verdict):"}, lines...)
 }

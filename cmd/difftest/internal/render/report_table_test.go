@@ -107,8 +107,8 @@ func TestTableEscapesForeignText(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, "\n"); n != 19 {
-		t.Errorf("%d lines, want 19 (header, 2 rows, the matrix, failures, footnote, summary):\n%s", n, out)
+	if n := strings.Count(out, "\n"); n != 21 {
+		t.Errorf("%d lines, want 21 (header, 2 rows, the matrix, failures, footnote, metric legend, summary):\n%s", n, out)
 	}
 }
 
@@ -208,5 +208,23 @@ func TestTableMatrix(t *testing.T) {
 	}
 	if one := tableOf(t, passRec("k/a", 1), passRec("k/b", 1)); strings.Contains(one, "by kernel and family") {
 		t.Errorf("a matrix of one row:\n%s", one)
+	}
+}
+
+// TestTableMetricLegend: the metrics ok rows show say what they mean, in
+// a legend under the footnotes; a run whose ok rows show none has none.
+func TestTableMetricLegend(t *testing.T) {
+	ok := func(id, metric string) *difftest.Record {
+		return &difftest.Record{Case: id, Seed: 1, Verdict: difftest.VerdictPass, KeyMetric: metric, KernelTime: time.Microsecond}
+	}
+	out := tableOf(t, ok("norm_rope_store/a", "max_code_distance=1"), ok("indexer_logits/b", "max_ratio=0.002266"), ok("topk_transform/c", ""))
+	want := "METRIC of an ok row, how close it came (not a verdict):\n" +
+		"  max_code_distance the largest distance to the reference's code, in e4m3 or e2m1 codes (within the derived bound)\n" +
+		"  max_ratio         the worst element's |got − exact| / allowed bound (≤ 1 passes; 1 is the bound)\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("table lacks the legend\n%s:\n%s", want, out)
+	}
+	if out := tableOf(t, ok("topk_transform/c", "")); strings.Contains(out, "METRIC of an ok row") {
+		t.Errorf("a legend without a metric:\n%s", out)
 	}
 }
