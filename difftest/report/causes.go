@@ -201,8 +201,7 @@ func (c *Cause) Block(n, limit int) []string {
 		lines = append(lines, "  "+l)
 	}
 	lines = append(lines, fmt.Sprintf("  %s (seed %d): %s", difftest.SafeText(r.Case), r.Seed, difftest.SafeLine(r.Message)))
-	worst := difftest.Breaking(r.Worst)
-	for _, e := range worst[:min(len(worst), difftest.MaxWorst)] {
+	for _, e := range WorstShown(r) {
 		lines = append(lines, "    "+WorstLine(e))
 	}
 	for _, l := range replayLines(r) {
@@ -212,6 +211,14 @@ func (c *Cause) Block(n, limit int) []string {
 		lines = append(lines, "  "+MoreLine(more)+": "+CaseList(c.Records[1:], limit))
 	}
 	return lines
+}
+
+// WorstShown is what a cause's block lists of its first case's worst
+// elements: those that break the rule (difftest.Breaking), at most
+// difftest.MaxWorst.
+func WorstShown(r *difftest.Record) []difftest.Element {
+	w := difftest.Breaking(r.Worst)
+	return w[:min(len(w), difftest.MaxWorst)]
 }
 
 // MoreLine is "1 more case like this", "N more cases like this".

@@ -84,7 +84,7 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"matrix":     func(rep *report.Report) []MatrixRow { return Matrix(rep.Records) },
 	"histograms": kernelHistograms,
 	"diaglines":  triage.DiagnosisLines,
-	"breaking":   func(r *difftest.Record) []difftest.Element { return difftest.Breaking(r.Worst) },
+	"breaking":   report.WorstShown,
 	"inc":        func(i int) int { return i + 1 },
 	"moreline":   report.MoreLine,
 	"others":     func(c *report.Cause) string { return report.CaseList(c.Records[1:], 0) },
