@@ -68,15 +68,19 @@ func (r *Record) Failed() bool { return r.Verdict == VerdictFail }
 
 // Header is the first line of a JSON Lines report: what was run, where.
 type Header struct {
-	Type             string            `json:"type"` // "header"
-	Suite            string            `json:"suite"`
-	Seed             uint64            `json:"seed"`
-	Repeat           int               `json:"repeat"`
-	Cases            int               `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (report.SelectionOf)
-	Selected         []int             `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (report.SelectionOf)
-	Shard            string            `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
-	MergedShards     int               `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (report.Merge); 0 otherwise
-	Impl             string            `json:"impl"`
+	Type         string `json:"type"` // "header"
+	Suite        string `json:"suite"`
+	Seed         uint64 `json:"seed"`
+	Repeat       int    `json:"repeat"`
+	Cases        int    `json:"cases,omitempty"`         // suite cases per seed, before --run and --shard: every Index is below Cases·Repeat (report.SelectionOf)
+	Selected     []int  `json:"selected,omitempty"`      // suite positions --run kept, increasing; empty when it kept all (report.SelectionOf)
+	Shard        string `json:"shard,omitempty"`         // "I/N", empty when unsharded or merged
+	MergedShards int    `json:"merged_shards,omitempty"` // N when merged from the shards 0/N … N−1/N (report.Merge); 0 otherwise
+	Impl         string `json:"impl"`
+	// Params are the run's --param NAME=VALUE overrides, in the order
+	// given: set in every case that takes them, so every record's params
+	// and replay line carry them too. Empty when none was given.
+	Params           []string          `json:"params,omitempty"`
 	GeneratorVersion int               `json:"generator_version"`
 	GitCommit        string            `json:"git_commit,omitempty"`
 	Properties       map[string]string `json:"properties,omitempty"` // device, driver, cuda, fatbin_sha256 (see Prop*)
@@ -93,6 +97,11 @@ type Summary struct {
 	Classes map[Class]int `json:"classes,omitempty"` // failures per class
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Aborted string        `json:"aborted,omitempty"` // why the run stopped early, if it did
+	// Properties are the header properties the implementation stated only
+	// once it had run, after the header line was written (an exec
+	// program's version line and device, PropImplVersion); a reader of the
+	// report adds them to the header's (report.ReadJSONL does).
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // Add counts one record.
@@ -127,6 +136,11 @@ const (
 	// PropEmulated is set, to a description of what ran, when the kernels
 	// ran on the emulated driver (the CUDA source on the CPU), not a GPU.
 	PropEmulated = "emulated"
+	// PropImplVersion is the implementation's own version line, where it
+	// states one: a serve program's hello "version", an exec program's
+	// out.safetensors __metadata__ "version" (the Python package's: its
+	// own, python's, numpy's, torch's and CUDA's versions).
+	PropImplVersion = "impl_version"
 )
 
 // PropertyProvider is implemented by implementations that know their

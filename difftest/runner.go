@@ -213,11 +213,23 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 	LabelPoison(res.Worst, got, PoisonA)
 	rec.Metrics, rec.Worst = res.Metrics, res.Worst
 	rec.Warnings = append(rec.Warnings, res.Warnings...)
+	byCheck := res.Failed() && rec.Verdict != VerdictFail
 	if res.Failed() {
 		if rec.Verdict == VerdictFail {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("the comparison with the reference also fails (%s): %s", res.Class, res.Message))
 		}
 		fail(res.Class, res.Message)
+	}
+	if rec.Verdict == VerdictFail {
+		// A failure lists only elements that break its rule: the
+		// comparison's offenders when the comparison is what failed, none
+		// when the case failed first by another rule (a guard band, the
+		// canary, the second run), whose comparison elements pass or
+		// belong to a later rule.
+		rec.Worst = nil
+		if byCheck {
+			rec.Worst = Breaking(res.Worst)
+		}
 	}
 	if rec.Verdict == VerdictFail && rec.Class == Pass {
 		return out, &InternalError{Case: c.ID, Err: errors.New("a failure without a class")}

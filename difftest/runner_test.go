@@ -206,3 +206,49 @@ func TestComplement(t *testing.T) {
 		t.Errorf("out-of-range written range: err = %v", err)
 	}
 }
+
+// closeCalls is the fake kernel whose comparison lists, besides its
+// offenders, passing elements that came close (as the store's does for
+// its scales): a passing case shows how close it came, a failing one only
+// what broke.
+type closeCalls struct{ fakekernel.Kernel }
+
+func (k closeCalls) Check(c *Case, got, want []*Tensor) Result {
+	res := k.Kernel.Check(c, got, want)
+	res.Worst = append(res.Worst,
+		Element{Tensor: "cache", Index: "[0] scale", Got: "1.004", Want: "1", Ratio: RatioOf(0.004)},
+		Element{Tensor: "cache", Index: "[1] scale", Got: "2", Want: "2", Ratio: RatioOf(1)})
+	return res
+}
+
+// TestFailureListsBreakingElements: a guard failure whose comparison
+// passed lists no worst element (the guard failure listed passing
+// scales at ratio 0.004), a comparison failure lists its offenders only
+// (ratio above 1, or none for an exact comparison), and a pass keeps its
+// closest calls.
+func TestFailureListsBreakingElements(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault func(c *Case, o []*Buffer)
+		class Class
+		want  []string // the worst elements' indices
+	}{
+		{"pass", nil, Pass, []string{"[0] scale", "[1] scale"}},
+		{"guard", func(c *Case, o []*Buffer) { o[1].Full[o[1].Guard-1] = 0 }, Guard, nil},
+		{"mismatch", func(c *Case, o []*Buffer) { o[0].SetI32(2, 99) }, Mismatch, []string{"[2]"}},
+	}
+	for _, tt := range tests {
+		c := rampCase()
+		rec := NewRecord(c, tt.name)
+		if _, err := (&CaseRun{Impl: funcImpl{tt.name, correct(tt.fault)}}).RunCase(context.Background(), closeCalls{}, c, rec); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range rec.Worst {
+			got = append(got, e.Index)
+		}
+		if rec.Class != tt.class || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s: class %q, worst %q; want %q, %q", tt.name, rec.Class, got, tt.class, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -115,7 +116,11 @@ type Tally struct {
 // one is non-finite (class NonFinite), its tolerance ratio (capped at
 // RatioCap) and key, its place in the output (Worst). mk builds its
 // report entry, called only when the element enters the worst list; a
-// passing element of ratio 0 (the exact value) never does.
+// passing element of ratio 0 (the exact value) never does. A failed
+// element's ratio is taken above 1 whatever the comparator computed (a
+// ue8m0 scale inside its interval that is no power of two, a distance at
+// the bound's last bit), so the list and the message lead with elements
+// that break the rule (Breaking).
 func (t *Tally) Record(key [2]int, failed, nonFinite bool, ratio float64, mk func() Element) {
 	t.Elements++
 	if failed {
@@ -123,6 +128,7 @@ func (t *Tally) Record(key [2]int, failed, nonFinite bool, ratio float64, mk fun
 		if nonFinite {
 			t.NonFinite++
 		}
+		ratio = max(ratio, math.Nextafter(1, 2))
 	}
 	ratio = min(ratio, RatioCap)
 	t.MaxRatio = max(t.MaxRatio, ratio)
@@ -158,4 +164,20 @@ func (t *Tally) Verdict(r *Result) bool {
 	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
 		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.Mismatches, t.Elements)
 	return true
+}
+
+// Breaking returns the elements of els that break their rule, in order:
+// those compared exactly (Ratio nil: a comparator lists such an element
+// only as an offender) and those whose tolerance ratio is above 1. An
+// element at ratio ≤ 1 passes (ratio exactly 1 is the bound, accepted),
+// so a failing record never lists one among its worst: a case that failed
+// by its guard bands while its comparison passed lists none.
+func Breaking(els []Element) []Element {
+	var out []Element
+	for _, e := range els {
+		if e.Ratio == nil || *e.Ratio > 1 {
+			out = append(out, e)
+		}
+	}
+	return out
 }

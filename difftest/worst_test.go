@@ -154,3 +154,23 @@ func TestTally(t *testing.T) {
 		t.Errorf("verdict %s %q", r.Class, r.Message)
 	}
 }
+
+// TestTallyFailedAboveOne: a failed element is listed above ratio 1
+// whatever ratio its comparator computed, a passing one keeps its own;
+// Breaking keeps the failed one and the exact offender only.
+func TestTallyFailedAboveOne(t *testing.T) {
+	var tl Tally
+	tl.Record([2]int{0, 0}, true, false, 0.3, func() Element { return Element{Index: "failed"} })
+	tl.Record([2]int{0, 1}, false, false, 1, func() Element { return Element{Index: "at the bound"} })
+	els := append(tl.Worst.Elements(), Element{Index: "exact offender"})
+	if r := els[0].Ratio; els[0].Index != "failed" || r == nil || *r <= 1 {
+		t.Fatalf("worst %+v, want the failed element first, above 1", els)
+	}
+	var got []string
+	for _, e := range Breaking(els) {
+		got = append(got, e.Index)
+	}
+	if !slices.Equal(got, []string{"failed", "exact offender"}) {
+		t.Errorf("Breaking = %q, want the failed element and the exact offender", got)
+	}
+}

@@ -23,7 +23,12 @@
 // ExecStderrTail bytes); a missing output is missing-output; a wrong
 // dtype or shape, or a file that is not safetensors, is bad-output; a run
 // past the time-out kills the process group (timeout). out.safetensors is
-// bounded by the case's outputs before anything is allocated.
+// bounded by the case's outputs before anything is allocated. Its
+// __metadata__ may say who wrote it: "version" (the program's own version
+// line, e.g. the Python package's "kerneldiff-py 0.3 (python 3.11.2,
+// numpy 2.2.6, torch 2.9.1)") and "device" (where it ran), each at most
+// ServeMaxText bytes (a longer one is ignored); the report's header shows
+// the last ones stated as properties impl_version and device.
 //
 // # Serve wire format
 //
@@ -37,6 +42,11 @@
 //   - The program's first message is a ServeHello: {"type": "hello",
 //     "protocol": 1, "kernels": [...], "device": "...", "version": "..."}
 //     (device and version ≤ ServeMaxText bytes), within ServeHelloTimeout.
+//     The report's header shows device and version as the properties
+//     device and impl_version: the version is the program's own line (the
+//     Python package sends its own, python's, numpy's and, once imported,
+//     torch's and CUDA's versions), which stands where a GPU run shows its
+//     driver and fatbin.
 //   - Each run of a case is a ServeRequest: {"type": "run", "seq", "kernel",
 //     "case", "params", "shm_size", "inputs": [ServeTensor...], "outputs":
 //     [ServeTensor...]}. A ServeTensor names a tensor's dtype (a

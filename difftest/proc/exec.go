@@ -241,6 +241,28 @@ type execImpl struct {
 	running map[*execRun]struct{}
 	runs    sync.WaitGroup // every Run in progress, until its folder is removed
 	closed  bool
+	who     execWho // the last version and device an out.safetensors stated
+}
+
+// execWho is what an exec program says of itself in out.safetensors'
+// __metadata__: "version" (its version line) and "device" (where it ran),
+// each kept only when at most ServeMaxText bytes, as a hello's.
+type execWho struct{ version, device string }
+
+// Properties implements PropertyProvider: the version line and device the
+// last out.safetensors stated (PropImplVersion, PropDevice); none before
+// the first run, or when the program states none.
+func (e *execImpl) Properties() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	props := map[string]string{}
+	if e.who.version != "" {
+		props[difftest.PropImplVersion] = e.who.version
+	}
+	if e.who.device != "" {
+		props[difftest.PropDevice] = e.who.device
+	}
+	return props
 }
 
 // execRun is one live program, cancellable by Close.
@@ -316,7 +338,12 @@ func (e *execImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case,
 	if err != nil {
 		return info, err
 	}
-	note, err := execReadOutput(out, c, outs)
+	note, who, err := execReadOutput(out, c, outs)
+	if err == nil && who != (execWho{}) {
+		e.mu.Lock()
+		e.who = who
+		e.mu.Unlock()
+	}
 	if note = programNote(note); note != "" {
 		info.Warnings = append(info.Warnings, note)
 	}
@@ -475,14 +502,15 @@ func execWriteInput(path string, c *difftest.Case, outs []*difftest.Buffer) erro
 // only the outputs' bytes are read, each after its dtype and shape match
 // the contract; other tensors are not read at all. It returns the
 // program's note (MetaNote), read from the bounded header, also with an
-// error.
-func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (string, error) {
+// error, and the version and device the file's __metadata__ states
+// (execWho).
+func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (string, execWho, error) {
 	sf, err := difftest.OpenSafetensors(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
+			return "", execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "exited 0 but wrote no out.safetensors"}
 		}
-		return "", &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+		return "", execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 	}
 	defer sf.Close()
 	note, _ := sf.Metadata(MetaNote)
@@ -494,22 +522,29 @@ func execReadOutput(path string, c *difftest.Case, outs []*difftest.Buffer) (str
 			continue
 		}
 		if dtype != o.DType || !slices.Equal(shape, o.Shape) {
-			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
+			return note, execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: fmt.Sprintf("out.safetensors: %s is %s%v, the contract says %s%v", o.Name, dtype, shape, o.DType, o.Shape)}
 		}
 	}
 	if len(missing) > 0 {
-		return note, &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
+		return note, execWho{}, &difftest.RunError{Class: difftest.MissingOutput, Msg: fmt.Sprintf("out.safetensors has no %s (holds: %s)", strings.Join(missing, ", "), execNames(sf.Names()))}
 	}
 	got := make([]*difftest.Tensor, len(c.Outputs))
 	for i, o := range c.Outputs {
 		if got[i], err = sf.Read(o.Name); err != nil {
-			return note, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
+			return note, execWho{}, &difftest.RunError{Class: difftest.BadOutput, Msg: "unreadable out.safetensors: " + execDetail(err)}
 		}
 	}
 	for i := range c.Outputs {
 		copy(outs[i].Data, got[i].Data)
 	}
-	return note, nil
+	var who execWho
+	if v, _ := sf.Metadata("version"); len(v) <= ServeMaxText {
+		who.version = v
+	}
+	if d, _ := sf.Metadata("device"); len(d) <= ServeMaxText {
+		who.device = d
+	}
+	return note, who, nil
 }
 
 // MetaNote is the out.safetensors metadata key under which an exec

@@ -227,6 +227,36 @@ func execGone(t *testing.T, pid int, what string) {
 // from in.safetensors with the kernel's FromTensors and answers with the
 // Go reference, starting the InOut cache from the canary it received; its
 // faulty variant must then fail the kernel's own Check.
+// TestExecImplStatesVersion: the version line and device an
+// out.safetensors states are the implementation's properties (the report
+// header's impl_version and device), none before a run; a version over
+// ServeMaxText bytes is ignored.
+func TestExecImplStatesVersion(t *testing.T) {
+	bin := execBuild(t, "")
+	for _, tc := range []struct{ mode, version, device string }{
+		{"correct", "execimpl 1", "execimpl test device"},
+		{"long-version", "", "execimpl test device"},
+	} {
+		impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+		pp, ok := impl.(difftest.PropertyProvider)
+		if !ok {
+			t.Fatal("the exec implementation is no PropertyProvider")
+		}
+		if props := pp.Properties(); len(props) != 0 {
+			t.Errorf("%s: properties %v before any run, want none", tc.mode, props)
+		}
+		c := fakekernel.CopyCase(2, 3)
+		if _, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c)); err != nil {
+			t.Fatalf("%s: Run: %v", tc.mode, err)
+		}
+		props := pp.Properties()
+		if props[difftest.PropImplVersion] != tc.version || props[difftest.PropDevice] != tc.device {
+			t.Errorf("%s: properties %v, want impl_version %q and device %q", tc.mode, props, tc.version, tc.device)
+		}
+		impl.Close()
+	}
+}
+
 func TestExecRealKernels(t *testing.T) {
 	bin := execBuild(t, "kd_kernels")
 	topk := map[string]any{"K": int64(16), "P": int64(4), "lengths": []any{int64(300), int64(17), int64(16), int64(15), int64(1), int64(0)}, "pages": "perm"}

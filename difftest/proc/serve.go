@@ -243,16 +243,12 @@ type serveMsg struct {
 func (s *serveImpl) Name() string { return "serve:" + s.cmd }
 
 // Properties implements PropertyProvider: the program's device and its
-// version string (from its hello).
+// version string (from its hello), as PropDevice and PropImplVersion.
 func (s *serveImpl) Properties() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return map[string]string{difftest.PropDevice: s.hello.Device, PropServeVersion: s.hello.Version}
+	return map[string]string{difftest.PropDevice: s.hello.Device, difftest.PropImplVersion: s.hello.Version}
 }
-
-// PropServeVersion is the report property holding a serve program's own
-// version string (its hello's "version").
-const PropServeVersion = "serve_version"
 
 // ensureShm makes the mapping of the memfd at least n bytes. The memfd
 // is sealed (newSealedShm): the program can neither shrink it (which

@@ -102,7 +102,7 @@ func TestServeCorrect(t *testing.T) {
 		}
 	}
 	props := impl.(difftest.PropertyProvider).Properties()
-	if props[difftest.PropDevice] != "serveimpl test device" || props[proc.PropServeVersion] != "serveimpl 1" {
+	if props[difftest.PropDevice] != "serveimpl test device" || props[difftest.PropImplVersion] != "serveimpl 1" {
 		t.Errorf("properties %v", props)
 	}
 	if err := impl.Close(); err != nil {

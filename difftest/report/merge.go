@@ -27,7 +27,7 @@ func Merge(reps []*Report) (*Report, error) {
 // of the whole run. names[i] names reps[i] in errors (its file).
 //
 // The headers must agree on suite, seed, repeat, cases, selection,
-// implementation and generator version, and their shards must be one
+// implementation, --param overrides and generator version, and their shards must be one
 // whole split: every shard I/N for 0 ≤ I < N, each exactly once, all with
 // the same N. A single report without a shard (an unsharded run) is
 // accepted on its own, as the one shard 0/1.
@@ -71,6 +71,9 @@ func MergeNamed(names []string, reps []*Report) (*Report, error) {
 		if g.Suite != h.Suite || g.Seed != h.Seed || g.Repeat != h.Repeat || g.Impl != h.Impl || g.GeneratorVersion != h.GeneratorVersion {
 			return nil, fmt.Errorf("merge: %s ran suite %s seed %d repeat %d impl %s generator %d; %s ran suite %s seed %d repeat %d impl %s generator %d",
 				names[i+1], g.Suite, g.Seed, g.Repeat, g.Impl, g.GeneratorVersion, names[0], h.Suite, h.Seed, h.Repeat, h.Impl, h.GeneratorVersion)
+		}
+		if !slices.Equal(g.Params, h.Params) {
+			return nil, fmt.Errorf("merge: %s ran with --param %q; %s with %q", names[i+1], g.Params, names[0], h.Params)
 		}
 		if g.Cases != h.Cases || !slices.Equal(g.Selected, h.Selected) {
 			return nil, fmt.Errorf("merge: %s ran %s of %d cases per seed; %s ran %s of %d", names[i+1], selectedWord(g), g.Cases, names[0], selectedWord(h), h.Cases)

@@ -70,6 +70,8 @@ func TestMergeRejectsIncompleteSplits(t *testing.T) {
 	twelve := []*Report{shardReport("0/12", true, 0), shardReport("1/12", true, 1)}
 	seed8 := shardReport("1/2", true, 1, 3, 5)
 	seed8.Header.Seed = 8
+	bf16 := shardReport("1/2", true, 1, 3, 5)
+	bf16.Header.Params = []string{"intermediate=bf16"}
 	tests := []struct {
 		name  string
 		names []string
@@ -105,6 +107,9 @@ func TestMergeRejectsIncompleteSplits(t *testing.T) {
 		{"another seed", []string{"a.jsonl", "b.jsonl"},
 			[]*Report{shardReport("0/2", true, 0, 2, 4), seed8},
 			fmt.Sprintf("merge: b.jsonl ran suite quick seed 8 repeat 1 impl cuda generator %d; a.jsonl ran suite quick seed 7 repeat 1 impl cuda generator %[1]d", difftest.GeneratorVersion)},
+		{"another --param", []string{"a.jsonl", "b.jsonl"},
+			[]*Report{shardReport("0/2", true, 0, 2, 4), bf16},
+			`merge: b.jsonl ran with --param ["intermediate=bf16"]; a.jsonl with []`},
 		{"nothing", nil, nil, "merge: no reports"},
 	}
 	for _, tt := range tests {

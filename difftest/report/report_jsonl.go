@@ -54,8 +54,10 @@ type Report struct {
 // few dozen elements), and what one line may cost before it is refused.
 const MaxReportLine = 8 << 20
 
-// ReadJSONL reads a report written by JSONLWriter. A file cut short by a
-// crash reads fine (Summary is nil); a malformed line, a missing header,
+// ReadJSONL reads a report written by JSONLWriter. The summary line's
+// Properties (those the implementation stated once it had run) are added
+// to the header's. A file cut short by a crash reads fine (Summary is
+// nil); a malformed line, a missing header,
 // an unknown line type or a line longer than MaxReportLine is an error
 // naming the line.
 func ReadJSONL(name string, r io.Reader) (*Report, error) {
@@ -113,6 +115,14 @@ func ReadJSONL(name string, r io.Reader) (*Report, error) {
 	}
 	if n == 0 || rep.Header.Type != "header" {
 		return nil, fmt.Errorf("%s: empty report", name)
+	}
+	if rep.Summary != nil && len(rep.Summary.Properties) > 0 {
+		if rep.Header.Properties == nil {
+			rep.Header.Properties = map[string]string{}
+		}
+		for k, v := range rep.Summary.Properties {
+			rep.Header.Properties[k] = v
+		}
 	}
 	return rep, nil
 }

@@ -37,6 +37,9 @@ type junitSuite struct {
 	Time       string          `xml:"time,attr"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
+	// SystemOut holds the suite's failures grouped by cause, one block
+	// each (Cause.Block).
+	SystemOut *junitText `xml:"system-out,omitempty"`
 }
 
 type junitProperty struct {
@@ -70,7 +73,8 @@ type junitText struct {
 // JUnitProperties lists the <properties> of one seed's <testsuite>: seed,
 // impl, suite, generator_version, device, driver, cuda, fatbin_sha256 and
 // git_commit (present and empty when unknown), then any other header
-// property in name order.
+// property in name order, the shard, and params (the --param overrides,
+// space-separated) when the run had any.
 func JUnitProperties(h difftest.Header, seed uint64) [][2]string {
 	props := [][2]string{
 		{difftest.PropSeed, fmt.Sprint(seed)},
@@ -98,11 +102,18 @@ func JUnitProperties(h difftest.Header, seed uint64) [][2]string {
 	if h.Shard != "" {
 		props = append(props, [2]string{"shard", h.Shard})
 	}
+	if len(h.Params) > 0 {
+		props = append(props, [2]string{"params", strings.Join(h.Params, " ")})
+	}
 	return props
 }
 
 // WriteJUnit writes rep as JUnit XML. Times are in seconds with
-// millisecond resolution (the case's wall time).
+// millisecond resolution (the case's wall time). Each seed's failures are
+// grouped by cause (Causes): every <failure> names its cause, the first
+// case of a cause carries its worst elements and the ids of the others,
+// which refer to it; the <testsuite>'s <system-out> holds one block per
+// cause, as the table prints them.
 func WriteJUnit(w io.Writer, rep *Report) error {
 	bySeed := map[uint64][]*difftest.Record{}
 	var seeds []uint64
@@ -124,10 +135,23 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 			s.Properties = append(s.Properties, junitProperty{Name: p[0], Value: p[1]})
 		}
 		var st time.Duration
+		causes := Causes(bySeed[seed])
+		causeOf := map[*difftest.Record]int{}
+		var blocks []string
+		for i, c := range causes {
+			for _, r := range c.Records {
+				causeOf[r] = i
+			}
+			blocks = append(blocks, strings.Join(c.Block(i+1, 0), "\n"))
+		}
+		if len(blocks) > 0 {
+			s.SystemOut = &junitText{difftest.XMLSafe(fmt.Sprintf("failures by cause (%d):\n\n", len(causes)) + strings.Join(blocks, "\n\n") + "\n")}
+		}
 		for _, r := range bySeed[seed] {
 			jc := junitCase{Classname: r.Kernel, Name: r.Case, Time: seconds(r.WallTime)}
 			if r.Failed() {
-				jc.Failure = &junitFailure{Message: difftest.SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: difftest.XMLSafe(failureDetails(r))}
+				i := causeOf[r]
+				jc.Failure = &junitFailure{Message: difftest.SafeLine(string(r.Class) + ": " + r.Message), Type: string(r.Class), Text: difftest.XMLSafe(failureDetails(r, i+1, len(causes), causes[i]))}
 				s.Failures++
 			}
 			if r.Verdict == difftest.VerdictSkip {
@@ -164,11 +188,16 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 	return err
 }
 
-// failureDetails is the body of a <failure>: message, diagnosis, key metric, all
-// metrics (JSON, keys sorted), worst elements, replay command(s).
-func failureDetails(r *difftest.Record) string {
+// failureDetails is the body of a <failure> of cause n of total:
+// message, the cause's title, diagnosis, seed and input digest, params,
+// all metrics (JSON, keys sorted); for the cause's first case its worst
+// elements that break the rule (difftest.Breaking) and the ids of the
+// cause's other cases, for another case the first one's id; then the
+// replay command(s).
+func failureDetails(r *difftest.Record, n, total int, c *Cause) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", difftest.SafeText(string(r.Class)), difftest.SafeLine(r.Message))
+	fmt.Fprintf(&b, "cause [%d] of %d: %s\n", n, total, c.Title())
 	for _, l := range triage.DiagnosisLines(r) {
 		b.WriteString(l + "\n")
 	}
@@ -180,18 +209,22 @@ func failureDetails(r *difftest.Record) string {
 		m, _ := json.Marshal(r.Metrics) // map keys come out sorted
 		fmt.Fprintf(&b, "metrics: %s\n", difftest.SafeText(string(m)))
 	}
-	for _, e := range r.Worst {
-		fmt.Fprintf(&b, "worst: %s%s got %s want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
-		if e.Ratio != nil {
-			fmt.Fprintf(&b, " ratio %.3g", *e.Ratio)
+	if first := c.Records[0]; first == r {
+		for _, e := range difftest.Breaking(r.Worst) {
+			fmt.Fprintf(&b, "worst: %s%s got %s want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
+			if e.Ratio != nil {
+				fmt.Fprintf(&b, " ratio %.3g", *e.Ratio)
+			}
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
+		if more := c.More(); more > 0 {
+			fmt.Fprintf(&b, "%s: %s\n", MoreLine(more), CaseList(c.Records[1:], 0))
+		}
+	} else {
+		fmt.Fprintf(&b, "like %s (seed %d), whose failure lists the worst elements of this cause\n", difftest.SafeText(first.Case), first.Seed)
 	}
-	if r.Replay != "" {
-		fmt.Fprintf(&b, "replay: %s\n", difftest.SafeText(r.Replay))
-	}
-	if r.Capture != "" {
-		fmt.Fprintf(&b, "replay: %s\n", difftest.SafeText(ReplayCaptureCommand(r)))
+	for _, l := range replayLines(r) {
+		fmt.Fprintf(&b, "replay: %s\n", l)
 	}
 	return b.String()
 }

@@ -203,7 +203,7 @@ func (k Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.R
 					if bad == 0 {
 						res.Class = difftest.Mismatch
 						res.Message = fmt.Sprintf("%s[%d]: got %d, want %d", got[o].Name, i/4, g, w)
-						res.Worst = append(res.Worst, difftest.Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w), Ratio: difftest.RatioOf(1)})
+						res.Worst = append(res.Worst, difftest.Element{Tensor: got[o].Name, Index: fmt.Sprintf("[%d]", i/4), Got: fmt.Sprint(g), Want: fmt.Sprint(w)}) // compared exactly: no ratio
 					}
 					bad++
 				}

@@ -143,13 +143,10 @@ func (t *tally) merge(o *tally) {
 	}
 }
 
-// record counts one compared element (difftest.Tally.Record); a failed
-// one's ratio is above 1 whatever the bound's share. mk builds its report
-// entry, called only when the element enters the worst list.
+// record counts one compared element (difftest.Tally.Record, which takes
+// a failed one's ratio above 1 whatever the bound's share). mk builds its
+// report entry, called only when the element enters the worst list.
 func (t *tally) record(failed, nonFinite bool, ratio float64, mk func() difftest.Element, b, s int) {
-	if failed {
-		ratio = math.Max(ratio, math.Nextafter(1, 2))
-	}
 	t.Record([2]int{b, s}, failed, nonFinite, ratio, mk)
 }
 

@@ -188,6 +188,40 @@ func TestCheckUE8M0Boundary(t *testing.T) {
 	}
 }
 
+// TestCheckUE8M0NotAPower: a ue8m0 scale inside the accepted interval
+// that is no power of two fails, and its element is the one the worst
+// list and the message lead with, at a ratio above 1: the codes (the
+// reference's, which pass) are not listed among the failure's offenders.
+func TestCheckUE8M0NotAPower(t *testing.T) {
+	c := genCase(t, "e4m3-max", map[string]any{"preset": "v4", "hadamard": false, "scale_fmt": "ue8m0", "N": int64(8), "P": int64(1), "holes": false})
+	in, _ := load(c)
+	want := reference(t, c)
+	var tb tokenBound
+	in.analyze(0, &tb) // token 0: amax/448 is a power of two, both neighbours accepted
+	amax := 0.0
+	for _, z := range tb.z {
+		amax = math.Max(amax, math.Abs(z))
+	}
+	lower, _ := numeric.UE8M0Ceil(amax / 448 * (1 - 0x1p-20))
+	if lower > amax/448 {
+		lower /= 2
+	}
+	got := want.Clone()
+	_, sa := slotBytes(in.p, int(in.loc.I64(0)))
+	binary.LittleEndian.PutUint32(got.Data[sa:], math.Float32bits(float32(1.5*lower)))
+	r := check(c, got, want)
+	if !r.Failed() || r.Metrics["mismatches"] != 1 {
+		t.Fatalf("scale 1.5·2^k: %s %q, metrics %v; want one mismatch", r.Class, r.Message, r.Metrics)
+	}
+	broken := difftest.Breaking(r.Worst)
+	if len(broken) != 1 || !strings.HasSuffix(broken[0].Index, " scale") || *broken[0].Ratio <= 1 {
+		t.Errorf("offenders %+v, want the one scale at a ratio above 1", broken)
+	}
+	if !strings.Contains(r.Message, "scale: got") {
+		t.Errorf("message %q does not lead with the scale", r.Message)
+	}
+}
+
 // TestToleranceIsTight: the accepted set is a single value for the great
 // majority of elements, so the tolerance cannot hide rounding-level faults.
 // The bound is a worst case over summation orders (γ_140·Σ|y| for the

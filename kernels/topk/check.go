@@ -66,9 +66,10 @@ var ruleNames = [nRules]string{"padding", "out_of_range", "wrong_slots", "duplic
 // jaccard of the chosen positions against want's (ties may legitimately
 // differ); tie_band (positions whose key equals a row's K-th key, over
 // rows with L > K); needle_found (needle cases: whether every planted
-// maximum was chosen). Worst lists up to 8 offenders per rule: output
-// entries as page_indices[b][j] or raw_indices[b][j], rule-3 positions as
-// scores[b][i] with their f32 bits and value.
+// maximum was chosen). Worst lists up to 8 offenders per rule, those of
+// the Message's rule first: output entries as page_indices[b][j] or
+// raw_indices[b][j], rule-3 positions as scores[b][i] with their f32 bits
+// and value.
 func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	v, err := newView(c)
 	if err != nil {
@@ -507,11 +508,13 @@ func summarize(rows []rowVerdict) difftest.Result {
 		count                     [nRules]int
 		worst                     [nRules][]difftest.Element
 		needles, found            int
+		first                     = -1 // the rule of the Message
 	)
 	for _, r := range rows {
 		if r.msg != "" && res.Message == "" {
 			res.Class, res.Message = difftest.Mismatch, r.msg
 			res.Metrics = map[string]any{"failed_rule": ruleNames[r.rule]}
+			first = r.rule
 		}
 		inter += r.inter
 		union += r.union
@@ -541,9 +544,16 @@ func summarize(rows []rowVerdict) difftest.Result {
 	res.Metrics["recall"] = ratio(inter, wantN)
 	res.Metrics["jaccard"] = ratio(inter, union)
 	res.Metrics["tie_band"] = ties
+	// The offenders of the Message's rule first, so that a report that
+	// shows the first few shows the rule the message names.
+	if first >= 0 {
+		res.Worst = append(res.Worst, worst[first]...)
+	}
 	for k, name := range ruleNames {
 		res.Metrics[name] = count[k]
-		res.Worst = append(res.Worst, worst[k]...)
+		if k != first {
+			res.Worst = append(res.Worst, worst[k]...)
+		}
 	}
 	if needles > 0 {
 		res.Metrics["needle_found"] = found == needles

@@ -112,6 +112,28 @@ func TestCheckRules(t *testing.T) {
 	}
 }
 
+// TestCheckWorstLeadsWithTheMessagesRule: row 0 breaks rule 2 (a wrong
+// slot), row 2 rule 1 (a −1 inside min(K, L)). The message is row 0's,
+// and the worst list starts with that rule's offender, not with the
+// padding rule's (a report that shows the first few elements shows what
+// the message names).
+func TestCheckWorstLeadsWithTheMessagesRule(t *testing.T) {
+	c := handCase(t, 2, 2, true, [][]uint32{{fb(3), fb(2), fb(2), fb(2)}, {fb(5)}, {fb(1), negInf, negInf}},
+		[]int32{4, 1, 3}, [][]int32{{10, 20}, {30}, {7, 8}})
+	want := runRef(t, c)
+	got := runRef(t, c)
+	setRow(got[0], 0, 2, []int32{20, 22})
+	setRow(got[0], 2, 2, []int32{14, -1})
+	setRow(got[1], 2, 2, []int32{0, -1})
+	r := Check(c, got, want)
+	if r.Metrics["failed_rule"] != "wrong_slots" || len(r.Worst) != 3 {
+		t.Fatalf("failed_rule %v, worst %+v; want wrong_slots and three offenders", r.Metrics["failed_rule"], r.Worst)
+	}
+	if w := r.Worst[0]; w.Tensor != "page_indices" || w.Index != "[0][1]" || w.Got != "22" {
+		t.Errorf("worst[0] = %+v, want page_indices[0][1] = 22, the wrong slot the message names (%s)", w, r.Message)
+	}
+}
+
 // TestCheckShortRowOrder: L ≤ K rows must list 0..L−1 in order.
 func TestCheckShortRowOrder(t *testing.T) {
 	c := handCase(t, 4, 1, true, [][]uint32{{fb(1), fb(2), fb(3)}}, []int32{3}, [][]int32{{5, 6, 7}})

@@ -61,6 +61,16 @@ def test_exec_cli_topk(tmp_path):
     assert sorted(got["page_indices"][1].tolist()) == [0, 1, 4, 5]
 
 
+def test_exec_states_version_and_device(tmp_path):
+    """out.safetensors says which program and device wrote it, as a hello does."""
+    load_example("numpy_topk.py")
+    inp, out = topk_in(tmp_path), tmp_path / "out.safetensors"
+    run_exec(str(inp), str(out))
+    _, meta = read_file(out)
+    assert meta["version"].startswith("kerneldiff-py ") and "numpy " + np.__version__ in meta["version"]
+    assert meta["device"] and len(meta["device"].encode()) <= 256
+
+
 def test_exec_optional_output_absent(tmp_path):
     load_example("numpy_topk.py")
     inp, out = topk_in(tmp_path, return_raw=False), tmp_path / "out.safetensors"

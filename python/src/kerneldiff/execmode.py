@@ -5,7 +5,11 @@ Reads ``IN`` (every input under its contract name, in/out tensors such as
 a JSON string and outputs, the case's output specs as the harness states
 them), calls the same registered function the serve loop calls,
 and writes ``OUT`` with every output under its contract name with the exact
-dtype and shape (docs/interfaces.md, "The exec protocol").
+dtype and shape (docs/interfaces.md, "The exec protocol"), and
+``__metadata__`` ``version`` and ``device``: this package's version line
+(:func:`kerneldiff.server.version_string`: python, numpy, torch and CUDA
+versions) and where the function ran, which the harness shows in the
+report's header as it shows a serve program's hello.
 
 Outputs that are not in/out start filled with the run's poison byte
 (``__metadata__["poison"]``; 0xA5, the harness's poison A, when the
@@ -30,6 +34,7 @@ from .contracts import OutputSpec, lookup, output_specs
 from .device import DeviceError, Runner, Slot, unwritten_hint, unwritten_outputs
 from .dtypes import numpy_dtype
 from .registry import ContractError, Unsupported
+from .server import MAX_FREE_TEXT, _clip, version_string
 from .stfile import Tensor, read_file, write_file
 
 __all__ = ["run_exec", "ExecError", "POISON", "GUARD"]
@@ -196,9 +201,14 @@ def run_exec(in_path: str, out_path: str, device: Optional[str] = None) -> Dict[
     hints = [unwritten_hint(impl, n) for n in unwritten_outputs(kernel, outputs)]
     for h in hints:
         print(f"exec: {kernel}: {h}", file=sys.stderr)
-    # The harness copies the note into the case's warnings (difftest's proc.MetaNote).
-    note = {NOTE: "; ".join(hints)} if hints else None
-    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()}, note)
+    # The program's own version line and device, as a serve program's hello
+    # gives them: the harness puts them in the report's header; and the note
+    # on unwritten outputs, which the harness copies into the case's warnings
+    # (difftest's proc.MetaNote).
+    meta = {"version": version_string(), "device": _clip(runner.device_name(impl.tensors == "torch"), MAX_FREE_TEXT)}
+    if hints:
+        meta[NOTE] = "; ".join(hints)
+    write_file(out_path, {n: Tensor(s.dtype, s.view) for n, s in outputs.items()}, meta)
     return {"kernel": kernel, "case": meta.get("case", ""), "kernel_time_ns": ns}
 
 

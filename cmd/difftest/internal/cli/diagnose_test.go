@@ -18,7 +18,7 @@ func TestRunDiagnoseFlag(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, stderr %s", code, errs)
 	}
-	line := "    behaves like topk-page-row0: translates every row through page_table row 0\n"
+	line := "\n  behaves like topk-page-row0: translates every row through page_table row 0\n"
 	if !strings.Contains(out, line) {
 		t.Errorf("table has no %q:\n%s", line, out)
 	}

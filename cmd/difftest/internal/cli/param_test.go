@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
 // TestRunParam: --param sets a suite param in every case that takes it.
@@ -19,8 +24,23 @@ func TestRunParam(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "passes as intermediate=bf16") || strings.Contains(out, "--param") {
 		t.Errorf("default precision: exit %d\n%s", code, out)
 	}
-	if code, out, errOut := run(t, append(base, "--param", "intermediate=bf16")...); code != 0 {
+	dir := t.TempDir()
+	js, ju := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "r.xml")
+	code, out, errOut := run(t, append(base, "--param", "intermediate=bf16", "--json", js, "--junit", ju)...)
+	if code != 0 {
 		t.Errorf("--param intermediate=bf16: exit %d\n%s%s", code, out, errOut)
+	}
+	// The overrides are in the report's header: the table's, the JSON
+	// Lines header line, JUnit's properties.
+	if !strings.Contains(out, "\nparams: intermediate=bf16 (--param: set in every case that takes them)\n") {
+		t.Errorf("the table does not say --param intermediate=bf16:\n%s", out)
+	}
+	rep, err := report.ReadJSONLFile(js)
+	if err != nil || !slices.Equal(rep.Header.Params, []string{"intermediate=bf16"}) {
+		t.Errorf("JSON Lines header params %v (%v), want [intermediate=bf16]", rep.Header.Params, err)
+	}
+	if x, err := os.ReadFile(ju); err != nil || !strings.Contains(string(x), `<property name="params" value="intermediate=bf16">`) {
+		t.Errorf("JUnit properties lack params (%v):\n%s", err, x)
 	}
 	code, out, _ = run(t, "run", "--suite", "../../../../fixtures/suites/quick/normrope.toml", "--run", "norm_rope_store", "--impl", "mutant:rope-style-swap", "--param", "intermediate=bf16", "--failfast")
 	if code != 1 || !strings.Contains(out, "--param intermediate=bf16") {

@@ -44,7 +44,7 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "%v", err)
 		}
 	}
-	r := &render.HTMLReport{Title: *title, Generated: time.Now(), Diagnoses: map[[2]int]string{}}
+	r := &render.HTMLReport{Title: *title, Generated: time.Now()}
 	for _, path := range pos {
 		data, err := readBounded(path, maxReportInput)
 		if err != nil {
@@ -60,11 +60,6 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			rep, err := report.ReadJSONL(path, bytes.NewReader(data))
 			if err != nil {
 				return usageErr(stderr, "%v", err)
-			}
-			for i, d := range render.RawDiagnoses(data) {
-				if d != "" {
-					r.Diagnoses[[2]int{len(r.Runs), i}] = d
-				}
 			}
 			r.Runs = append(r.Runs, rep)
 		case bytes.HasPrefix(trimmed, []byte("{")):

@@ -258,7 +258,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cases, selected := report.SelectionOf(st, sel.Run)
 	return execute(ctx, &f, impl, execution{
 		suite: *suiteName, items: items, seed: *seed, repeat: *repeat, shard: sel.Shard.String(), cases: cases, selected: selected,
-		failfast: *failfast, saveDir: *saveDir, start: start,
+		failfast: *failfast, saveDir: *saveDir, start: start, params: params,
 		replay:        func(r *difftest.Record) string { return difftest.ReplayCommand(onDevice(opts, r), r.Case, r.Seed) },
 		replayCapture: func(r *difftest.Record) string { return difftest.ReplayCaptureLine(onDevice(opts, r), r.Capture) },
 	}, stdout, stderr)
@@ -277,8 +277,9 @@ type execution struct {
 	// start is when the run began, before the implementation was opened:
 	// a serve program's start-up until its hello counts in the summary's
 	// time (difftest.Config.Start).
-	start  time.Time
-	replay func(*difftest.Record) string
+	start    time.Time
+	params   []string // --param overrides (Header.Params)
+	replay   func(*difftest.Record) string
 	// replayCapture, when set, is the replay line of a saved capture.
 	replayCapture func(*difftest.Record) string
 }
@@ -290,7 +291,7 @@ type execution struct {
 // code is 128 + the signal.
 func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution, stdout, stderr io.Writer) int {
 	h := f.header(impl, e.suite, e.seed, e.repeat, e.shard)
-	h.Cases, h.Selected = e.cases, e.selected
+	h.Cases, h.Selected, h.Params = e.cases, e.selected, e.params
 	var jw *report.JSONLWriter
 	if f.json != "" {
 		jf, err := difftest.CreateStream("--json", f.json)
@@ -327,10 +328,16 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	rep.Summary = &sum
 	if pp, ok := impl.(difftest.PropertyProvider); ok {
 		// A device implementation may learn more once it has run (a
-		// restarted worker, a lazily opened device).
+		// restarted worker, a lazily opened device, an exec program's
+		// version line): the JSON Lines header is written, so the summary
+		// line carries what changed.
 		for k, v := range pp.Properties() {
-			if v != "" {
+			if v != "" && rep.Header.Properties[k] != v {
 				rep.Header.Properties[k] = v
+				if sum.Properties == nil {
+					sum.Properties = map[string]string{}
+				}
+				sum.Properties[k] = v
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestRunDiagnosis: Run with Config.Diagnose writes the diagnosis into the
-// record; the table prints "behaves like NAME: FAULT" under the failure,
+// record; the table prints "behaves like NAME: FAULT" under the cause's title,
 // JSON Lines a "diagnosis" list, JUnit the same line in the failure text;
 // a passing case and a run without Diagnose carry none.
 func TestRunDiagnosis(t *testing.T) {
@@ -53,7 +53,7 @@ func TestRunDiagnosis(t *testing.T) {
 	if err := WriteTable(&tbl, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(tbl.String(), "\n    "+line+"\n") {
+	if !strings.Contains(tbl.String(), "\n  "+line+"\n") {
 		t.Errorf("table has no %q:\n%s", line, tbl.String())
 	}
 	var jl bytes.Buffer

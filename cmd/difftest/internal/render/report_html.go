@@ -1,7 +1,11 @@
 // The HTML report of a nightly run (docs/nightly.md, `difftest report`): one
 // self-contained page, no network, scripts or fonts from anywhere: the
-// summary of each run, its failures with their messages, worst elements,
-// diagnosis and replay lines, per-kernel histograms of the distance and
+// summary of each run with its kernel × family × verdict matrix, its
+// header (device, the implementation's own version line, driver and
+// fatbin where a GPU ran, --param overrides), its failures grouped by
+// cause (report.Causes) with the first case's message, worst elements,
+// diagnosis and replay lines and the other cases' ids folded under "N
+// more cases like this", per-kernel histograms of the distance and
 // tolerance-ratio metrics, the bench tables with % of floor and the A/B
 // ratios, and any figures given (the needle study's SVG chart), inlined.
 // Every string from a report file goes through html/template's escaping;
@@ -25,16 +29,14 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/bench"
 	"github.com/kerneldiff/kerneldiff/difftest/bench/stats"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // HTMLReport is what WriteHTML renders.
 type HTMLReport struct {
-	Title   string
-	Runs    []*report.Report     // from ReadJSONL (run --json, or merge)
-	Benches []*bench.BenchReport // from ReadBenchReport
-	// Diagnoses maps a run's index in Runs and a record's index to the
-	// "diagnosis" its JSON line carried, when it has one (RawDiagnoses).
-	Diagnoses map[[2]int]string
+	Title     string
+	Runs      []*report.Report     // from ReadJSONL (run --json, or merge)
+	Benches   []*bench.BenchReport // from ReadBenchReport
 	Figures   []Figure
 	Generated time.Time
 }
@@ -66,35 +68,6 @@ func ReadBenchReport(name string, data []byte) (*bench.BenchReport, error) {
 	return &rep, nil
 }
 
-// RawDiagnoses returns, for each case line of a JSON Lines report (in the
-// order ReadJSONL returns the records), the text of its "diagnosis" field
-// when it has one (a string, or any JSON value rendered as compact JSON),
-// else "". It lets the report show what a newer difftest wrote into the
-// record without this one knowing its shape. Unreadable lines give "".
-func RawDiagnoses(data []byte) []string {
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		var probe struct {
-			Type      string          `json:"type"`
-			Diagnosis json.RawMessage `json:"diagnosis"`
-		}
-		if json.Unmarshal([]byte(line), &probe) != nil || probe.Type != "case" {
-			continue
-		}
-		d := ""
-		if len(probe.Diagnosis) > 0 && string(probe.Diagnosis) != "null" {
-			var s string
-			if json.Unmarshal(probe.Diagnosis, &s) == nil {
-				d = s
-			} else {
-				d = string(probe.Diagnosis)
-			}
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // WriteHTML writes r as one HTML page.
 func WriteHTML(w io.Writer, r *HTMLReport) error {
 	if r.Title == "" {
@@ -106,16 +79,16 @@ func WriteHTML(w io.Writer, r *HTMLReport) error {
 var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"summary":    func(rep *report.Report) difftest.Summary { return reportSummary(rep) },
 	"sumline":    func(rep *report.Report) string { return SummaryLine(reportSummary(rep)) },
-	"failures":   func(rep *report.Report) []*difftest.Record { return failedRecords(rep) },
+	"causes":     func(rep *report.Report) []*report.Cause { return report.Causes(rep.Records) },
+	"nfailed":    func(cs []*report.Cause) int { return casesOf(cs) },
+	"matrix":     func(rep *report.Report) []MatrixRow { return Matrix(rep.Records) },
 	"histograms": kernelHistograms,
-	"diag": func(r *HTMLReport, run int, rec *difftest.Record, recs []*difftest.Record) string {
-		for i, x := range recs {
-			if x == rec {
-				return r.Diagnoses[[2]int{run, i}]
-			}
-		}
-		return ""
-	},
+	"diaglines":  triage.DiagnosisLines,
+	"breaking":   report.WorstShown,
+	"inc":        func(i int) int { return i + 1 },
+	"moreline":   report.MoreLine,
+	"others":     func(c *report.Cause) string { return report.CaseList(c.Records[1:], 0) },
+	"plural":     plural,
 	"ratio": func(e difftest.Element) string {
 		if e.Ratio == nil {
 			return "exact"
@@ -135,7 +108,7 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"delta":    deltaCell,
 	"figure":   figureURI,
 	"timedn":   timedCount,
-	"nfailed":  func(b *bench.BenchReport) int { return b.Failed() },
+	"nbfailed": func(b *bench.BenchReport) int { return b.Failed() },
 	"prop":     func(h difftest.Header, k string) string { return h.Properties[k] },
 	"datetime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(htmlTemplate))
@@ -152,14 +125,13 @@ func reportSummary(rep *report.Report) difftest.Summary {
 	return s
 }
 
-func failedRecords(rep *report.Report) []*difftest.Record {
-	var out []*difftest.Record
-	for _, r := range rep.Records {
-		if r.Failed() {
-			out = append(out, r)
-		}
+// casesOf counts the cases of the causes.
+func casesOf(cs []*report.Cause) int {
+	n := 0
+	for _, c := range cs {
+		n += len(c.Records)
 	}
-	return out
+	return n
 }
 
 func deltaCell(c *stats.Comparison) string {
@@ -301,9 +273,10 @@ func integerBins(vs []float64) ([]string, []int) {
 }
 
 // decadeBins counts ratios by decade: 0 (exact), (0, 1e-4), [1e-4, 1e-3),
-// …, [0.1, 1), [1, 10), [10, 100), ≥ 100.
+// …, [0.01, 0.1), [0.1, 1] (a ratio of exactly 1 is the bound, which
+// passes), then the failing (1, 10), [10, 100), ≥ 100.
 func decadeBins(vs []float64) ([]string, []int) {
-	labels := []string{"0", "<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1 ✗", "10 ✗", "≥100 ✗"}
+	labels := []string{"0", "<1e-4", "1e-4", "1e-3", "0.01", "0.1–1", ">1 ✗", "10 ✗", "≥100 ✗"}
 	counts := make([]int, len(labels))
 	for _, v := range vs {
 		var i int
@@ -312,10 +285,14 @@ func decadeBins(vs []float64) ([]string, []int) {
 			i = 0
 		case v < 1e-4:
 			i = 1
-		case v >= 100:
-			i = 8
+		case v <= 1:
+			i = min(2+int(math.Floor(math.Log10(v)+4+1e-12)), 5)
+		case v < 10:
+			i = 6
+		case v < 100:
+			i = 7
 		default:
-			i = 2 + int(math.Floor(math.Log10(v)+4+1e-12))
+			i = 8
 		}
 		counts[min(max(i, 0), len(labels)-1)]++
 	}
@@ -374,27 +351,36 @@ code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}pre{background:#f6
 .card{display:inline-block;margin:0 16px 8px 0;padding:8px 14px;border:1px solid #ddd;border-radius:6px;min-width:90px}
 .card b{display:block;font-size:22px}.hists{display:flex;flex-wrap:wrap;gap:18px}.hists figure{margin:0}
 figcaption{font-size:12px;color:#555}.fail-case{margin:10px 0 16px;padding-left:10px;border-left:3px solid #c33}
+.matrix td.fail{background:#fde8e8}.matrix td.pass{background:#e8f6e8}.matrix td.skip{background:#f2f2f2}.matrix tr.first td{border-top:1px solid #bbb}
+.diag{color:#614}details summary{cursor:pointer;color:#555}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<div class="muted">generated {{datetime .Generated}}{{range .Runs}} · suite {{.Header.Suite}}, impl {{.Header.Impl}}, seed {{.Header.Seed}}{{if .Header.GitCommit}}, commit <code>{{.Header.GitCommit}}</code>{{end}}{{end}}</div>
-{{$top := .}}
+<div class="muted">generated {{datetime .Generated}}{{range .Runs}} · suite {{.Header.Suite}}, impl {{.Header.Impl}}, seed {{.Header.Seed}}{{with .Header.Params}}, --param {{range $i, $p := .}}{{if $i}} {{end}}{{$p}}{{end}}{{end}}{{if .Header.GitCommit}}, commit <code>{{.Header.GitCommit}}</code>{{end}}{{end}}</div>
 {{range $ri, $run := .Runs}}{{$s := summary $run}}
 <h2 id="summary-{{$ri}}">Summary: {{$run.Header.Suite}} ({{$run.Header.Impl}})</h2>
 {{with prop $run.Header "emulated"}}<div class="emu">emulated: {{.}}</div>{{end}}
 <div><span class="card"><b class="pass">{{$s.Passed}}</b>passed</span><span class="card"><b class="{{if $s.Failed}}fail{{else}}pass{{end}}">{{$s.Failed}}</b>failed</span>{{if $s.Skipped}}<span class="card"><b>{{$s.Skipped}}</b>not tested</span>{{end}}<span class="card"><b>{{dur $s.Elapsed}}</b>elapsed</span></div>
 <p>{{sumline $run}}</p>
-<table><tr><th>device</th><td>{{prop $run.Header "device"}}</td></tr><tr><th>driver / CUDA</th><td>{{prop $run.Header "driver"}} / {{prop $run.Header "cuda"}}</td></tr>
-<tr><th>fatbin SHA-256</th><td><code>{{prop $run.Header "fatbin_sha256"}}</code></td></tr><tr><th>generator</th><td>version {{$run.Header.GeneratorVersion}}</td></tr>
+{{$m := matrix $run}}{{if $m}}<table class="matrix" id="matrix-{{$ri}}"><tr><th>kernel</th><th>family</th><th>passed</th><th>failed</th><th>not tested</th></tr>
+{{range $m}}<tr{{if .FirstOfItsKernel}} class="first"{{end}}><td>{{if .FirstOfItsKernel}}<b>{{.Kernel}}</b>{{end}}</td><td>{{.Family}}</td><td class="n{{if .Pass}} pass{{end}}">{{.Pass}}</td><td class="n{{if .Fail}} fail{{end}}">{{.Fail}}</td><td class="n{{if .Skip}} skip{{end}}">{{.Skip}}</td></tr>
+{{end}}</table>{{end}}
+<table>{{with prop $run.Header "device"}}<tr><th>device</th><td>{{.}}</td></tr>{{end}}{{with prop $run.Header "impl_version"}}<tr><th>implementation</th><td><code>{{.}}</code></td></tr>{{end}}
+{{if or (prop $run.Header "driver") (prop $run.Header "cuda")}}<tr><th>driver / CUDA</th><td>{{prop $run.Header "driver"}} / {{prop $run.Header "cuda"}}</td></tr>{{end}}
+{{with prop $run.Header "fatbin_sha256"}}<tr><th>fatbin SHA-256</th><td><code>{{.}}</code></td></tr>{{end}}{{with $run.Header.Params}}<tr><th>--param</th><td>{{range $i, $p := .}}{{if $i}}, {{end}}<code>{{$p}}</code>{{end}} (set in every case that takes them)</td></tr>{{end}}
+<tr><th>generator</th><td>version {{$run.Header.GeneratorVersion}}</td></tr>
 {{if $run.Header.Shard}}<tr><th>shard</th><td>{{$run.Header.Shard}}</td></tr>{{end}}{{if $run.Header.MergedShards}}<tr><th>merged</th><td>{{$run.Header.MergedShards}} shards</td></tr>{{end}}
 <tr><th>started</th><td>{{datetime $run.Header.Started}}</td></tr></table>
 {{with $s.Classes}}<table><tr><th>failure class</th><th>cases</th></tr>{{range $c, $n := .}}<tr><td>{{$c}}</td><td class="n">{{$n}}</td></tr>{{end}}</table>{{end}}
-{{$fails := failures $run}}{{if $fails}}<h2 id="failures-{{$ri}}">Failures ({{len $fails}})</h2>
-{{range $fails}}<div class="fail-case"><div><span class="fail">FAIL</span> <code>{{.Case}}</code> seed {{.Seed}} · <b>{{.Class}}</b>{{if .Device}} · device {{.Device}}{{end}}</div>
-<pre>{{.Message}}</pre>
-{{with diag $top $ri . $run.Records}}<div>diagnosis: <b>{{.}}</b></div>{{end}}
-{{if .Worst}}<table><tr><th>tensor</th><th>index</th><th>got</th><th>want</th><th>|d| / allowed</th></tr>{{range .Worst}}<tr><td>{{.Tensor}}</td><td><code>{{.Index}}</code></td><td><code>{{.Got}}</code></td><td><code>{{.Want}}</code></td><td class="n">{{ratio .}}</td></tr>{{end}}</table>{{end}}
-{{if .Replay}}<div>replay:</div><pre>{{.Replay}}</pre>{{end}}{{if .ReplayCapture}}<pre>{{.ReplayCapture}}</pre>{{end}}
-{{range .Warnings}}<div class="muted">note: {{.}}</div>{{end}}</div>{{end}}{{end}}
+{{$causes := causes $run}}{{if $causes}}<h2 id="failures-{{$ri}}">Failures ({{plural (nfailed $causes) "case"}}, {{plural (len $causes) "cause"}})</h2>
+{{range $ci, $c := $causes}}{{$r := index $c.Records 0}}<div class="fail-case"><div><span class="fail">[{{inc $ci}}]</span> <b>{{$c.Title}}</b></div>
+{{range diaglines $r}}<div class="diag">{{.}}</div>{{end}}
+<div><code>{{$r.Case}}</code> seed {{$r.Seed}}{{if $r.Device}} · device {{$r.Device}}{{end}}</div>
+<pre>{{$r.Message}}</pre>
+{{with breaking $r}}<table><tr><th>tensor</th><th>index</th><th>got</th><th>want</th><th>|d| / allowed</th></tr>{{range .}}<tr><td>{{.Tensor}}</td><td><code>{{.Index}}</code></td><td><code>{{.Got}}</code></td><td><code>{{.Want}}</code></td><td class="n">{{ratio .}}</td></tr>{{end}}</table>{{end}}
+{{if $r.Replay}}<div>replay:</div><pre>{{$r.Replay}}</pre>{{end}}{{if $r.ReplayCapture}}<pre>{{$r.ReplayCapture}}</pre>{{end}}
+{{range $r.Warnings}}<div class="muted">note: {{.}}</div>{{end}}
+{{if $c.More}}<details><summary>{{moreline $c.More}}</summary><p><code>{{others $c}}</code></p></details>{{end}}</div>
+{{end}}{{end}}
 {{end}}
 {{$hs := histograms .Runs}}{{if $hs}}<h2 id="histograms">Distances and tolerance ratios per kernel</h2>
 <p class="muted">Per case: the largest ULP or e4m3-code distance to the reference, and the worst element's |d| / allowed (above 1 fails the case); per worst element of every case: its tolerance ratio.</p>
@@ -411,7 +397,7 @@ figcaption{font-size:12px;color:#555}.fail-case{margin:10px 0 16px;padding-left:
 {{else}}<table><tr><th>case</th><th>median</th><th>IQR</th><th>min bytes</th><th>GB/s</th><th>% of floor</th><th></th></tr>
 {{range $b.Results}}<tr><td><code>{{.Case}}</code>{{if .Failed}} <span class="fail">FAIL</span>{{end}}</td>{{with (index .Builds 0).Stats}}<td class="n">{{center .}}</td><td class="n">{{kt .IQR}}</td>{{else}}<td colspan="2" class="muted">not timed</td>{{end}}<td class="n">{{bytes .MinBytes}}</td><td class="n">{{gbps (index .Builds 0).EffectiveGBps}}</td><td class="n">{{pct (index .Builds 0).PctOfFloor}}</td><td>{{bar (index .Builds 0).PctOfFloor}}</td></tr>{{end}}</table>{{end}}
 {{range $b.Results}}{{$r := .}}{{range .Builds}}{{if eq .Verdict "fail"}}<div class="fail-case"><span class="fail">FAIL</span> <code>{{$r.Case}}</code> [{{.Name}}] {{.Class}}<pre>{{.Message}}</pre></div>{{end}}{{end}}{{end}}
-<p>{{timedn $b}} cases timed, {{nfailed $b}} failed their checks, in {{dur $b.Elapsed}}.</p>
+<p>{{timedn $b}} cases timed, {{nbfailed $b}} failed their checks, in {{dur $b.Elapsed}}.</p>
 {{end}}
 {{if .Figures}}<h2 id="figures">Figures</h2>{{range .Figures}}<figure><img src="{{figure .}}" alt="{{.Name}}" style="max-width:100%"><figcaption>{{.Name}}</figcaption></figure>{{end}}{{end}}
 <p class="muted">kerneldiff · this page is self-contained: no scripts, fonts or images from the network.</p>

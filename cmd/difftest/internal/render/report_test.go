@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/report")
 
 // sampleReport is a fixed report: two seeds, a pass with kernel time, a
-// pass without, two failures of different classes, a warning.
+// pass without, two failures of different classes, a warning, a --param.
 func sampleReport() *report.Report {
 	opts := difftest.ReplayOptions{Suite: "default", Impl: "cuda", Fatbin: "build/kernels.fatbin", Timeout: difftest.DefaultTimeout}
 	rec := func(i int, id string, seed uint64, class difftest.Class, msg, metric string, kt, wt time.Duration) *difftest.Record {
@@ -33,13 +33,13 @@ func sampleReport() *report.Report {
 		return r
 	}
 	recs := []*difftest.Record{
-		rec(0, "topk_transform/gaussian-b1-l4096", 1, difftest.Pass, "", "recall=1", 41*time.Microsecond, 12*time.Millisecond),
+		rec(0, "topk_transform/gaussian-b1-l4096", 1, difftest.Pass, "", "", 41*time.Microsecond, 12*time.Millisecond),
 		rec(1, "topk_transform/ties-straddle-k", 1, difftest.Mismatch, "row 0: position 17 (key 0x3f800000) ranks above the K-th but is not chosen", "missing=1", 38*time.Microsecond, 9*time.Millisecond),
 		rec(2, "norm_rope_store/v4-n4096", 1, difftest.Pass, "", "max_ulp=1", 0, 1500*time.Millisecond),
 		rec(5, "norm_rope_store/v4-n4096", 2, difftest.Guard, "cache: byte 132 is outside what the contract writes but changed (0x00, want canary 0xa5)", "max_ulp=0", 0, 800*time.Millisecond),
 	}
 	recs[1].Worst = []difftest.Element{{Tensor: "raw_indices", Index: "[0][511]", Got: "40", Want: "17"}}
-	recs[1].Metrics = map[string]any{"missing": 1, "extra": 1, "recall": 0.998}
+	recs[1].Metrics = map[string]any{"missing": 1, "extra": 1, "recall": 0.998, "failed_rule": "missing"}
 	recs[2].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
 	recs[3].Warnings = []string{"tokens 3, 9 hold NaN: their slots are not compared"}
 	recs[3].Capture = "failures/norm_rope_store__v4-n4096__seed2.safetensors"
@@ -49,7 +49,7 @@ func sampleReport() *report.Report {
 	}
 	return &report.Report{
 		Header: difftest.Header{Type: "header", Suite: "default", Seed: 1, Repeat: 2, Impl: "cuda", GeneratorVersion: 1,
-			GitCommit:  "0123456789ab",
+			GitCommit: "0123456789ab", Params: []string{"accum_bits=8"},
 			Properties: map[string]string{difftest.PropDevice: "NVIDIA RTX PRO 6000 (sm_120)", difftest.PropDriver: "580.65.06", difftest.PropCUDA: "13.0", difftest.PropFatbin: "9f86d081884c7d65"}},
 		Records: recs,
 		Summary: sum,
@@ -234,10 +234,14 @@ func TestKeyMetric(t *testing.T) {
 		want    string
 	}{
 		{difftest.VerdictFail, m, "missing=2"},
-		{difftest.VerdictPass, map[string]any{"recall": 1.0, "missing": 0}, "recall=1"},
+		// A pass shows its distance to the bound or nothing: top-k's
+		// recall=0.04883 on a valid ReLU row alarmed (issue 17).
+		{difftest.VerdictPass, map[string]any{"recall": 0.04883, "missing": 0, "tie_band": 7936}, ""},
 		{difftest.VerdictPass, map[string]any{"max_code_distance": 0, "max_ratio": 0.25, "mismatches": 0}, "max_code_distance=0"},
+		{difftest.VerdictPass, map[string]any{"max_ratio": 0.25, "mismatch_fraction": 0.0}, "max_ratio=0.25"},
 		{difftest.VerdictFail, map[string]any{"max_code_distance": 3, "mismatches": 17}, "mismatches=17"},
-		{difftest.VerdictPass, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, "beta=x"},
+		{difftest.VerdictPass, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, ""},
+		{difftest.VerdictFail, map[string]any{"zeta": 1, "alpha": []int{1}, "beta": "x"}, "beta=x"},
 		{difftest.VerdictPass, nil, ""},
 	}
 	for _, tt := range tests {

@@ -30,6 +30,10 @@
 //	nofile       exit 0 without writing OUT
 //	note         correct, with a two-line note in OUT's __metadata__
 //	             (proc.MetaNote)
+//	long-version correct, with a version line over ServeMaxText bytes
+//
+// Every OUT it writes whole states __metadata__ "version" = "execimpl 1"
+// and "device" = "execimpl test device".
 package main
 
 import (
@@ -136,10 +140,15 @@ func main() {
 			fail(err.Error())
 		}
 		return
+	case "long-version":
 	default:
 		fail("unknown mode " + *mode)
 	}
-	if err := difftest.WriteSafetensors(out, outs, map[string]string{"producer": "execimpl"}); err != nil {
+	who := map[string]string{"producer": "execimpl", "version": "execimpl 1", "device": "execimpl test device"}
+	if *mode == "long-version" {
+		who["version"] = strings.Repeat("v", 300)
+	}
+	if err := difftest.WriteSafetensors(out, outs, who); err != nil {
 		fail(err.Error())
 	}
 }
