@@ -277,9 +277,9 @@ type execution struct {
 	// start is when the run began, before the implementation was opened:
 	// a serve program's start-up until its hello counts in the summary's
 	// time (difftest.Config.Start).
-	start    time.Time
-	params   []string // --param overrides (Header.Params)
-	replay   func(*difftest.Record) string
+	start  time.Time
+	params []string // --param overrides (Header.Params)
+	replay func(*difftest.Record) string
 	// replayCapture, when set, is the replay line of a saved capture.
 	replayCapture func(*difftest.Record) string
 }
