@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -225,10 +226,20 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		// comparison's offenders when the comparison is what failed, none
 		// when the case failed first by another rule (a guard band, the
 		// canary, the second run), whose comparison elements pass or
-		// belong to a later rule.
+		// belong to a later rule, except for an unwritten output's elements
+		// that hold the poison.
 		rec.Worst = nil
-		if byCheck {
+		switch {
+		case byCheck:
 			rec.Worst = Breaking(res.Worst)
+		case rec.Class == Unwritten:
+			// The elements still holding the poison are the ones the
+			// unwritten rule is about (LabelPoison marked them).
+			for _, e := range Breaking(res.Worst) {
+				if strings.HasSuffix(e.Got, PoisonNote) {
+					rec.Worst = append(rec.Worst, e)
+				}
+			}
 		}
 	}
 	if rec.Verdict == VerdictFail && rec.Class == Pass {
