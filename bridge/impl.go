@@ -83,6 +83,9 @@ type Impl struct {
 	base     *baselineImpl
 	// count is the device count the first worker's hello reported.
 	count int
+	// adapters, over an adapter library (cudasrc), are the kernels it
+	// implements (the first worker's hello); nil over a fatbin.
+	adapters map[string]bool
 }
 
 // workerProc is one running worker.
@@ -385,6 +388,12 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 			im.device = r.Device
 			im.props = r.Props
 			im.count = r.DeviceCount
+			if r.Adapters != nil {
+				im.adapters = map[string]bool{}
+				for _, k := range r.Adapters {
+					im.adapters[k] = true
+				}
+			}
 		}
 		im.w = w
 		return nil
@@ -502,7 +511,7 @@ func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duratio
 			im.retire(w)
 		}
 		if r.Class != difftest.Pass {
-			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
+			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg, Skip: r.Declined}
 		}
 		return r, nil
 	case <-timer.C:
@@ -552,6 +561,10 @@ func (im *Impl) request(c *difftest.Case, outs []*difftest.Buffer) (*request, er
 	pack, ok := im.packers[c.Kernel]
 	if !ok {
 		return nil, &difftest.RunError{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", c.Kernel)}
+	}
+	if im.adapters != nil && !im.adapters[c.Kernel] {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Skip: true,
+			Msg: fmt.Sprintf("the adapter defines %s, not %s", adapterList(im.adapters), adapterFunc(c.Kernel))}
 	}
 	params, err := json.Marshal(c.Params)
 	if err != nil {
