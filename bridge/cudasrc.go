@@ -14,12 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -112,12 +110,7 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 	if err != nil {
 		return nil, unavailable("cannot find this program to start the GPU worker: %v", err)
 	}
-	spawn := func() *exec.Cmd {
-		cmd := exec.Command(exe, WorkerCommand, "--adapter", adapter, "--device", strconv.Itoa(opts.Device), "--driver", lib)
-		cmd.Env = append(os.Environ(), workerEnv+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as newDeviceImpl's
-		return cmd
-	}
+	spawn := workerSpawn(exe, []string{WorkerCommand, "--adapter", adapter, "--device", strconv.Itoa(opts.Device), "--driver", lib})
 	im, rerr := newImpl(opts.Timeout, spawn, packers())
 	if rerr != nil {
 		return nil, rerr

@@ -381,7 +381,7 @@ func (b *cudasrcBuild) build(ctx context.Context) (string, error) {
 	}
 	var files []string
 	for _, d := range depFiles {
-		fs, err := readDeps(d, b.emu)
+		fs, err := readDeps(d, b.emu, tmp)
 		if err != nil {
 			return "", err
 		}
@@ -464,9 +464,10 @@ func hashFile(path string) (string, error) {
 }
 
 // readDeps returns the files a compile read: emu_cxx.py's --deps list
-// (one path a line), or an nvcc -MD make rule (prerequisites after the
-// colon, backslash-newline continued, spaces escaped), absolute.
-func readDeps(path string, plain bool) ([]string, error) {
+// (one absolute path a line), or an nvcc -MD make rule (prerequisites
+// after the colon, backslash-newline continued, spaces escaped), made
+// absolute against dir, where the compiler ran.
+func readDeps(path string, plain bool, dir string) ([]string, error) {
 	data, err := difftest.ReadFileLimit(path, maxDepsBytes)
 	if err != nil {
 		return nil, err
@@ -488,8 +489,8 @@ func readDeps(path string, plain bool) ([]string, error) {
 		}
 		for _, w := range makeWord.FindAllString(deps, -1) {
 			w = unescape.ReplaceAllString(w, "$1")
-			if a, err := filepath.Abs(w); err == nil {
-				w = a
+			if !filepath.IsAbs(w) {
+				w = filepath.Join(dir, w)
 			}
 			out = append(out, w)
 		}

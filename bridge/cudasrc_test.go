@@ -90,11 +90,11 @@ func TestFirstErrorAndDeps(t *testing.T) {
 		}
 	}
 	d := filepath.Join(t.TempDir(), "x.o.d")
-	if err := os.WriteFile(d, []byte("x.o: /src/a.cu /inc/my\\ header.h \\\n  /usr/include/stdio.h\n"), 0o644); err != nil {
+	if err := os.WriteFile(d, []byte("x.o: /src/a.cu /inc/my\\ header.h \\\n  /usr/include/stdio.h rel.h\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readDeps(d, false)
-	if want := []string{"/src/a.cu", "/inc/my header.h", "/usr/include/stdio.h"}; err != nil || !slices.Equal(got, want) {
+	got, err := readDeps(d, false, "/build")
+	if want := []string{"/src/a.cu", "/inc/my header.h", "/usr/include/stdio.h", "/build/rel.h"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("readDeps = %q, %v; want %q", got, err, want)
 	}
 }
@@ -286,5 +286,37 @@ func TestCudasrcGPUBuild(t *testing.T) {
 	}
 	if !strings.Contains(string(sections), ".nv_fatbin") {
 		t.Errorf("%s has no .nv_fatbin section", lib)
+	}
+}
+
+// The adapter README.md and docs/byo.md show is the example's, function
+// for function: a change to examples/cuda_adapter/adapter.cu that the docs
+// do not follow fails here.
+func TestDocsShowTheExampleAdapter(t *testing.T) {
+	fn := func(text, name string) string {
+		t.Helper()
+		start := strings.Index(text, "int kd_adapter_topk_transform(")
+		if start < 0 {
+			t.Fatalf("%s shows no kd_adapter_topk_transform", name)
+		}
+		end := strings.Index(text[start:], "\n}\n")
+		if end < 0 {
+			t.Fatalf("%s: kd_adapter_topk_transform has no closing brace", name)
+		}
+		return text[start : start+end+3]
+	}
+	src, err := os.ReadFile("../examples/cuda_adapter/adapter.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fn(string(src), "adapter.cu")
+	for _, doc := range []string{"../README.md", "../docs/byo.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fn(string(b), doc); got != want {
+			t.Errorf("%s shows\n%s\nexamples/cuda_adapter/adapter.cu has\n%s", doc, got, want)
+		}
 	}
 }

@@ -256,21 +256,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
-	spawn := func() *exec.Cmd {
-		args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
-		if baseAbs != "" {
-			args = append(args, "--baseline", baseAbs)
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), workerEnv+"=1")
-		// A group of its own: a Ctrl-C at the terminal reaches difftest,
-		// which reports and closes the worker, not the worker mid-case
-		// (a spurious crash). It exits at the end of its requests (EOF),
-		// also when difftest is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
+	args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
+	if baseAbs != "" {
+		args = append(args, "--baseline", baseAbs)
 	}
-	im, rerr := newImpl(opts.Timeout, spawn, packers())
+	im, rerr := newImpl(opts.Timeout, workerSpawn(exe, args), packers())
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -287,6 +277,20 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 		im.props[difftest.PropEmulated] = "the kernels' CUDA source on the CPU emulator (" + lib + "), not a GPU"
 	}
 	return im, nil
+}
+
+// workerSpawn returns the command that starts a worker: this program
+// (exe) with args, in a process group of its own: a Ctrl-C at the
+// terminal reaches difftest, which reports and closes the worker, not the
+// worker mid-case (a spurious crash). It exits at the end of its requests
+// (EOF), also when difftest is killed.
+func workerSpawn(exe string, args []string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
 }
 
 // newImpl builds the implementation over any worker command (tests start

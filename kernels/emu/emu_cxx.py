@@ -277,20 +277,8 @@ def _chevron(text, p):
     if start is None:
         return None
     callee = text[start:p].strip()
-    depth, q = 0, p + 3
-    while q < len(text):
-        c = text[q]
-        if c in "\"'":
-            q = _skip_string(text, q)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith(">>>", q):
-            break
-        q += 1
-    else:
+    q = next((j for j, _, depth in _outside_strings(text, p + 3) if depth == 0 and text.startswith(">>>", j)), -1)
+    if q < 0:
         raise ValueError("no >>> closing the launch configuration")
     config = text[p + 3 : q]
     a = q + 3
