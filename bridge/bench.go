@@ -12,6 +12,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -199,8 +200,8 @@ func (wk *worker) bench(req *request) reply {
 			if l.Grid.X == 0 {
 				return reply{Class: difftest.InvalidCase, Msg: "nothing to launch (an empty batch): no time to measure"}
 			}
-			if _, err := wk.function(m, l.Entry); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.ready(m, req.Kernel, l); err != nil {
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			plans[b][c] = l
 		}
@@ -227,18 +228,20 @@ func (wk *worker) bench(req *request) reply {
 					return wk.fault("flushing the L2 (cuMemsetD8)", err)
 				}
 			}
-			fn, _ := wk.function(spec.Modules[b], l.Entry)
 			if err := d.EventRecord(start); err != nil {
 				return wk.fault("cuEventRecord", err)
 			}
-			if err := d.LaunchKernel(fn, l.Grid, l.Block, l.SharedMem, l.Args...); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.issue(spec.Modules[b], req.Kernel, l); err != nil {
+				if errors.Is(err, errDeclined) {
+					return reply{Class: difftest.Unavailable, Msg: err.Error(), Declined: true}
+				}
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			if err := d.EventRecord(stop); err != nil {
 				return wk.fault("cuEventRecord", err)
 			}
-			if err := d.EventSynchronize(stop); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.settle(stop); err != nil {
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			t, err := d.EventElapsed(start, stop)
 			if err != nil {

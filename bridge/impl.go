@@ -83,6 +83,9 @@ type Impl struct {
 	base     *baselineImpl
 	// count is the device count the first worker's hello reported.
 	count int
+	// adapters, over an adapter library (cudasrc), are the kernels it
+	// implements (the first worker's hello); nil over a fatbin.
+	adapters map[string]bool
 }
 
 // workerProc is one running worker.
@@ -253,21 +256,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
-	spawn := func() *exec.Cmd {
-		args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
-		if baseAbs != "" {
-			args = append(args, "--baseline", baseAbs)
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), workerEnv+"=1")
-		// A group of its own: a Ctrl-C at the terminal reaches difftest,
-		// which reports and closes the worker, not the worker mid-case
-		// (a spurious crash). It exits at the end of its requests (EOF),
-		// also when difftest is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
+	args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
+	if baseAbs != "" {
+		args = append(args, "--baseline", baseAbs)
 	}
-	im, rerr := newImpl(opts.Timeout, spawn, packers())
+	im, rerr := newImpl(opts.Timeout, workerSpawn(exe, args), packers())
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -284,6 +277,20 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 		im.props[difftest.PropEmulated] = "the kernels' CUDA source on the CPU emulator (" + lib + "), not a GPU"
 	}
 	return im, nil
+}
+
+// workerSpawn returns the command that starts a worker: this program
+// (exe) with args, in a process group of its own: a Ctrl-C at the
+// terminal reaches difftest, which reports and closes the worker, not the
+// worker mid-case (a spurious crash). It exits at the end of its requests
+// (EOF), also when difftest is killed.
+func workerSpawn(exe string, args []string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
 }
 
 // newImpl builds the implementation over any worker command (tests start
@@ -385,6 +392,12 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 			im.device = r.Device
 			im.props = r.Props
 			im.count = r.DeviceCount
+			if r.Adapters != nil {
+				im.adapters = map[string]bool{}
+				for _, k := range r.Adapters {
+					im.adapters[k] = true
+				}
+			}
 		}
 		im.w = w
 		return nil
@@ -502,7 +515,7 @@ func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duratio
 			im.retire(w)
 		}
 		if r.Class != difftest.Pass {
-			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
+			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg, Skip: r.Declined}
 		}
 		return r, nil
 	case <-timer.C:
@@ -552,6 +565,10 @@ func (im *Impl) request(c *difftest.Case, outs []*difftest.Buffer) (*request, er
 	pack, ok := im.packers[c.Kernel]
 	if !ok {
 		return nil, &difftest.RunError{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", c.Kernel)}
+	}
+	if im.adapters != nil && !im.adapters[c.Kernel] {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Skip: true,
+			Msg: fmt.Sprintf("the adapter defines %s, not %s", adapterList(im.adapters), adapterFunc(c.Kernel))}
 	}
 	params, err := json.Marshal(c.Params)
 	if err != nil {

@@ -1,4 +1,5 @@
-// Registration with the harness: the `cuda` and `emu` implementations, and
+// Registration with the harness: the `cuda` and `emu` implementations, the
+// `cudasrc:` and `cudasrc-emu:` prefixes (cudasrc.go), and
 // the worker process's side of them (WorkerConfig, OpenWorkerPipes,
 // ServeWorker), which cmd/difftest's hidden worker command calls.
 
@@ -16,16 +17,20 @@ import (
 func init() {
 	difftest.RegisterImpl("cuda", NewImpl)
 	difftest.RegisterImpl("emu", NewEmuImpl)
+	difftest.RegisterImplPrefixArg(CudasrcPrefix, "PATH", NewCudasrcImpl)
+	difftest.RegisterImplPrefixArg(CudasrcEmuPrefix, "PATH", NewCudasrcEmuImpl)
 }
 
 // WorkerConfig is what a worker process serves: the flags Impl starts it
 // with (`difftest cuda-worker --fatbin PATH --device N --driver LIB
-// [--baseline PATH]`).
+// [--baseline PATH]`, or `--adapter LIB` instead of the fatbins: a
+// bring-your-own adapter library, docs/byo.md).
 type WorkerConfig struct {
 	Fatbin   string // the fatbin to load
 	Device   int    // CUDA device ordinal
 	Driver   string // driver library to dlopen: a soname or a file path
 	Baseline string // a second fatbin to load as build 1; "" for none
+	Adapter  string // an adapter library to run the kernels with instead of the fatbin; "" for none
 }
 
 // Flags defines the worker's flags on fs, writing into c, with their
@@ -35,6 +40,7 @@ func (c *WorkerConfig) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Device, "device", 0, "CUDA device ordinal")
 	fs.StringVar(&c.Driver, "driver", cuda.LibraryName, "driver library to dlopen (a soname or a file path)")
 	fs.StringVar(&c.Baseline, "baseline", "", "a second fatbin to load as build 1 (difftest bench --baseline)")
+	fs.StringVar(&c.Adapter, "adapter", "", "an adapter library to run the kernels with instead of the fatbin (--impl cudasrc)")
 }
 
 // ErrContextLost is what ServeWorker returns after it replied with a
@@ -63,10 +69,16 @@ func OpenWorkerPipes() (req, rep *os.File, err error) {
 
 // ServeWorker reads c's fatbins (bounded, MaxFatbinBytes), opens c.Driver
 // and serves the worker protocol on req and rep until the requests end
-// (nil). Errors: an unreadable fatbin, an unusable device, a broken pipe;
-// ErrContextLost after a sticky error. Without a driver library the hello
-// reply says the device is unavailable.
+// (nil); with c.Adapter, it serves over that adapter library instead of
+// the fatbins (serveAdapter). Errors: an unreadable fatbin, an unusable
+// device or adapter library, a broken pipe; ErrContextLost after a sticky
+// error. Without a driver library the hello reply says the device is
+// unavailable.
 func ServeWorker(req, rep *os.File, c WorkerConfig) error {
+	if c.Adapter != "" {
+		drv, _ := cuda.OpenLibrary(c.Driver)
+		return serveAdapter(req, rep, drv, c.Adapter, c.Device, packers())
+	}
 	image, err := ReadFatbin(c.Fatbin)
 	if err != nil {
 		return err

@@ -331,7 +331,7 @@ type ImplFactory func(opts ImplOptions) (Impl, error)
 var (
 	kernels  = registry.Table[Kernel]{Kind: "difftest: kernel"}
 	impls    = registry.Table[ImplFactory]{Kind: "difftest: impl"}
-	prefixes = registry.Table[ImplOpener]{Kind: "difftest: impl prefix"}
+	prefixes = registry.Table[implPrefix]{Kind: "difftest: impl prefix"}
 )
 
 // RegisterKernel adds k to the registry; called from a kernel package's
