@@ -12,8 +12,9 @@ executed, with torch, so none of SGLang's heavy imports is needed.
 
 - topk_transform: ``topk_transform_pytorch_vectorized`` (torch.topk over the
   scores with positions >= L masked to -inf, -inf picks emitted as -1);
-- indexer_logits: ``fp8_paged_mqa_logits_torch`` (FP8 store and P = 64
-  only: other cases raise NotImplementedError; it computes with
+- indexer_logits: ``fp8_paged_mqa_logits_torch`` (FP8 store, P = 64,
+  next_n = 1 and contiguous pages only: other cases raise
+  kerneldiff.Unsupported and are reported not tested; it computes with
   clean_logits false, and for a clean case the positions past each row's
   length are set to -inf here, as a caller wanting DeepGEMM's clean_logits
   would). Its bf16 bmm rounds each dot product to bf16, so it passes with
@@ -62,7 +63,11 @@ def topk_transform(scores, seq_lens, page_table, page_indices, raw_indices=None,
 def indexer_logits(q, weights, cache, seq_lens, page_table, logits, *, store, page_size, heads, clean, **params):
     """SGLang's fp8_paged_mqa_logits_torch on the contract's tensors."""
     if store != "fp8" or page_size != 64:
-        raise NotImplementedError("fp8_paged_mqa_logits_torch: FP8 store and P = 64 only")
+        raise kerneldiff.Unsupported(f"store {store!r}, page_size {page_size}: fp8_paged_mqa_logits_torch takes FP8 keys in pages of 64 only")
+    if params.get("next_n", 1) != 1:
+        raise kerneldiff.Unsupported(f"next_n {params['next_n']}: fp8_paged_mqa_logits_torch asserts one query per request")
+    if params.get("page_stride", 64 * 132) != 64 * 132:
+        raise kerneldiff.Unsupported(f"page_stride {params['page_stride']}: fp8_paged_mqa_logits_torch views the cache as contiguous 64 × 132-byte pages")
     B = q.shape[0]
     q8 = q.view(torch.float8_e4m3fn).reshape(B, 1, heads, 128)
     kv = cache.view(torch.float8_e4m3fn).reshape(cache.shape[0], 64, 1, 132)
