@@ -18,12 +18,9 @@ var _ triage.CandidateMatcher = Kernel{}
 // orderOf returns the order of the named variant (Variants), or the
 // contract's (the zero order) for a catalog mutant or an unknown name.
 func orderOf(name string) order {
-	for high := range 2 {
-		for m := 1; m < 8; m++ {
-			o := order{nanLargest: m&1 != 0, zeroTie: m&2 != 0, negInf: m&4 != 0, tiesHigh: high == 1}
-			if o.name() == name {
-				return o
-			}
+	for _, o := range orders() {
+		if o.name() == name {
+			return o
 		}
 	}
 	return order{}
@@ -53,8 +50,12 @@ func (o order) key(x uint32) uint32 {
 // (orderOf: the variant's, the contract's key32 for a mutant) equals the
 // lowest key among the candidate's picks. So torch.topk's choice among
 // tied values, which is neither the lowest nor the highest positions,
-// matches the torch-topk variant; −1s, repeats and out-of-range entries
-// must agree exactly.
+// matches the torch-topk variant; repeats and out-of-range entries must
+// agree exactly. Under an order with maskedStride the row's positions run
+// to the stride, those ≥ L keyed as −inf; under an order with negInf a
+// K-th key of −inf lets got write −1 for a tied pick (its choice of a
+// tied −inf), at most as many −1s as the tied positions whose score is
+// −inf; otherwise −1s must agree exactly.
 func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftest.Tensor) bool {
 	v, err := newView(c)
 	if err != nil {
@@ -101,51 +102,103 @@ func (v *view) tiedOnly(b int, o order, isPage bool, x, y []int32) bool {
 		return true
 	}
 	L := v.length(b)
-	var inv map[int64]int
+	n := L // positions the candidate selects among
+	if o.maskedStride {
+		n = v.p.Stride
+	}
+	var inv, mult map[int64]int
 	pos := func(e int32) int {
 		if !isPage {
-			if e < 0 || int(e) >= L {
+			if e < 0 || int(e) >= n {
 				return -1
 			}
 			return int(e)
 		}
-		if e < 0 {
-			return -1
+		if e == -1 || e < 0 && !o.maskedStride {
+			return -1 // padding; other negative slots are read back (maskedStride: a table entry of −1 past the used pages)
 		}
 		if inv == nil {
-			used := (L + v.p.P - 1) >> v.shift
-			inv = make(map[int64]int, used)
-			for pj := 0; pj < used; pj++ {
-				inv[int64(v.table.I32(b*v.p.MaxPages+pj))] = pj
+			used := min((n+v.p.P-1)>>v.shift, v.p.MaxPages)
+			inv, mult = make(map[int64]int, used), make(map[int64]int, used)
+			for pj := used - 1; pj >= 0; pj-- { // a repeated page reads back as its first use
+				pg := int64(v.table.I32(b*v.p.MaxPages + pj))
+				inv[pg] = pj
+				mult[pg]++
 			}
 		}
 		pj, ok := inv[int64(e)>>v.shift]
 		i := pj<<v.shift | int(e)&(v.p.P-1)
-		if !ok || i >= L {
+		if !ok || i >= n {
 			return -1
 		}
 		return i
 	}
-	// The candidate's K-th key: the lowest of its picks.
+	key := func(i int) uint32 {
+		if i >= L {
+			return keyNegInf // maskedStride: masked to −inf
+		}
+		return o.key(v.bits(b, i))
+	}
+	// The candidate's K-th key: the lowest of its picks (a −1 under negInf
+	// is a −inf pick).
 	kth, any := uint32(0), false
 	for _, e := range x {
+		k := uint32(keyNegInf)
 		if i := pos(e); i >= 0 {
-			if k := o.key(v.bits(b, i)); !any || k < kth {
-				kth, any = k, true
-			}
+			k = key(i)
+		} else if e != -1 || !o.negInf {
+			continue
+		}
+		if !any || k < kth {
+			kth, any = k, true
 		}
 	}
 	if !any {
 		return false
 	}
+	// −1s got may write for tied picks: the tied positions whose
+	// (unmasked) score is −inf, when the K-th key is −inf's.
+	minusOnes := 0
+	if o.negInf && kth == keyNegInf {
+		for i := 0; i < n; i++ {
+			if key(i) == kth && v.bits(b, i) == negInfBits {
+				minusOnes++
+			}
+		}
+		if got := countOf(y, -1); got > minusOnes {
+			return false
+		}
+	}
+	// repeats is how many times got may write entry e: the times its page
+	// occurs in the table rows the candidate selects among (a page listed
+	// twice gives each of its slots twice), else once.
+	repeats := func(e int32) int {
+		if !isPage || pos(e) < 0 {
+			return 1
+		}
+		return mult[int64(e)>>v.shift]
+	}
 	// Walk both sorted lists; every entry in one and not the other must be
-	// a tied position, and got's extra entries must be distinct.
+	// a tied position, and got's extra entries must be distinct (up to
+	// repeats).
 	i, j := 0, 0
 	var prevY int32
-	hasPrev := false
+	hasPrev, run := false, 0
+	next := func() {
+		if hasPrev && prevY == y[j] {
+			run++
+		} else {
+			run = 1
+		}
+		prevY, hasPrev = y[j], true
+		j++
+	}
 	tied := func(e int32) bool {
+		if e == -1 && minusOnes > 0 {
+			return true
+		}
 		p := pos(e)
-		return p >= 0 && o.key(v.bits(b, p)) == kth
+		return p >= 0 && key(p) == kth
 	}
 	for i < len(x) || j < len(y) {
 		switch {
@@ -155,16 +208,27 @@ func (v *view) tiedOnly(b int, o order, isPage bool, x, y []int32) bool {
 			}
 			i++
 		case i >= len(x) || y[j] < x[i]:
-			if !tied(y[j]) || hasPrev && prevY == y[j] {
-				return false
+			if y[j] != -1 || minusOnes == 0 { // else a tied −inf pick written as −1
+				if !tied(y[j]) || hasPrev && prevY == y[j] && run >= repeats(y[j]) {
+					return false
+				}
 			}
-			prevY, hasPrev = y[j], true
-			j++
+			next()
 		default: // in both (a repeat in both is the candidate's own)
-			prevY, hasPrev = y[j], true
+			next()
 			i++
-			j++
 		}
 	}
 	return true
+}
+
+// countOf returns how many entries of s equal e.
+func countOf(s []int32, e int32) int {
+	n := 0
+	for _, x := range s {
+		if x == e {
+			n++
+		}
+	}
+	return n
 }

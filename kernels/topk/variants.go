@@ -52,11 +52,33 @@ const (
 	// VariantTorchTopK is the three PyTorch behaviours together: the whole
 	// order of SGLang's PyTorch fallback.
 	VariantTorchTopK = "torch-topk"
+	// VariantMaskedStride selects over the whole row stride with the
+	// positions at or past L masked to −inf, as SGLang's
+	// topk_transform_pytorch_vectorized does (masked_fill_ then torch.topk
+	// over scores.shape[1]): with fewer than K scores above −inf among the
+	// first L, the K-th value is −inf and torch.topk may take masked
+	// positions ≥ L among the tied −infs; their slots are emitted unless
+	// the unmasked score there is −inf. Tried only with VariantTorchTopK.
+	VariantMaskedStride = "torch-masked-stride"
 )
 
 // order is a set of variant behaviours; the zero value is the contract.
 type order struct {
-	nanLargest, zeroTie, negInf, tiesHigh bool
+	nanLargest, zeroTie, negInf, tiesHigh, maskedStride bool
+}
+
+// orders lists the variants' orders in the order Variants returns them:
+// every non-empty combination of nanLargest, zeroTie and negInf with
+// ties by the lowest positions, the same with tiesHigh, then torch-topk
+// with maskedStride.
+func orders() []order {
+	var os []order
+	for _, high := range []bool{false, true} {
+		for m := 1; m < 8; m++ {
+			os = append(os, order{nanLargest: m&1 != 0, zeroTie: m&2 != 0, negInf: m&4 != 0, tiesHigh: high})
+		}
+	}
+	return append(os, order{nanLargest: true, zeroTie: true, negInf: true, maskedStride: true})
 }
 
 // parts lists the behaviours of o by name, in the order of the constants.
@@ -65,7 +87,7 @@ func (o order) parts() []string {
 	for _, p := range []struct {
 		on   bool
 		name string
-	}{{o.nanLargest, VariantNaNLargest}, {o.zeroTie, VariantZeroTie}, {o.negInf, VariantNegInfMinusOne}, {o.tiesHigh, VariantTiesHighest}} {
+	}{{o.nanLargest, VariantNaNLargest}, {o.zeroTie, VariantZeroTie}, {o.negInf, VariantNegInfMinusOne}, {o.tiesHigh, VariantTiesHighest}, {o.maskedStride, VariantMaskedStride}} {
 		if p.on {
 			ps = append(ps, p.name)
 		}
@@ -77,8 +99,11 @@ func (o order) parts() []string {
 // parts as VariantTorchTopK.
 func (o order) name() string {
 	if o.nanLargest && o.zeroTie && o.negInf {
-		if o.tiesHigh {
+		switch {
+		case o.tiesHigh:
 			return VariantTorchTopK + "+" + VariantTiesHighest
+		case o.maskedStride:
+			return VariantTorchTopK + "+" + VariantMaskedStride
 		}
 		return VariantTorchTopK
 	}
@@ -90,6 +115,7 @@ var variantDocs = map[string]string{
 	VariantZeroTie:        "ties −0 with +0, as torch.topk and any selection by float comparison do",
 	VariantNegInfMinusOne: "emits −1 for picks whose score is −inf, as SGLang's PyTorch topk_transform fallback does",
 	VariantTiesHighest:    "breaks ties at the K-th value by the highest positions",
+	VariantMaskedStride:   "selects over the whole row stride with positions ≥ L masked to −inf, so with fewer than K scores above −inf it takes tied −inf positions at or past L and emits their slots (torch.topk's choice among the tied −infs)",
 }
 
 // doc describes o in one line.
@@ -98,6 +124,9 @@ func (o order) doc() string {
 		d := "torch.topk's order as SGLang's PyTorch topk_transform fallback uses it: NaN largest whatever its sign, −0 tied with +0, −inf picks emitted as −1"
 		if o.tiesHigh {
 			d += "; " + variantDocs[VariantTiesHighest]
+		}
+		if o.maskedStride {
+			d += "; " + variantDocs[VariantMaskedStride]
 		}
 		return d
 	}
@@ -112,20 +141,18 @@ func (o order) doc() string {
 // non-empty combination of VariantNaNLargest, VariantZeroTie and
 // VariantNegInfMinusOne, with ties by the lowest positions and then the
 // same combinations with VariantTiesHighest (14; the tie rule alone
-// is valid and not a variant), then VariantNaNNeverSelected
+// is valid and not a variant), VariantTorchTopK with
+// VariantMaskedStride, then VariantNaNNeverSelected
 // (variants16.go). Each validates its case like the reference
 // and returns its errors; rows with L ≤ K come out as the contract's
 // 0 … L−1, −1 … (SGLang's fallback special-cases them so).
 func Variants() []triage.Variant {
 	var vs []triage.Variant
-	for _, high := range []bool{false, true} {
-		for m := 1; m < 8; m++ {
-			o := order{nanLargest: m&1 != 0, zeroTie: m&2 != 0, negInf: m&4 != 0, tiesHigh: high}
-			vs = append(vs, triage.Variant{
-				Name: o.name(), Doc: o.doc(), Parts: o.parts(),
-				Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return runOrder(c, outs, o) },
-			})
-		}
+	for _, o := range orders() {
+		vs = append(vs, triage.Variant{
+			Name: o.name(), Doc: o.doc(), Parts: o.parts(),
+			Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return runOrder(c, outs, o) },
+		})
 	}
 	return append(vs, variants16()...)
 }
@@ -145,11 +172,14 @@ const (
 	keyPosZero = 0x80000000 // Key32(0x00000000), +0
 	keyTop     = 0xFFFFFFFF // above every key32 of a non-NaN value
 	negInfBits = 0xFF800000
+	keyNegInf  = 0x007FFFFF // Key32(negInfBits)
 )
 
 // runOrder is the reference's row loop with the order o: for L > K, keys
-// remapped (NaN → keyTop, −0 → +0), the top K by radix select with ties by
-// the lowest (or highest) positions, then −inf picks replaced by −1.
+// remapped (NaN → keyTop, −0 → +0; with maskedStride the row runs to the
+// stride and positions ≥ L are −inf), the top K by radix select with ties
+// by the lowest (or highest) positions, then picks whose score (unmasked)
+// is −inf replaced by −1.
 func runOrder(c *difftest.Case, outs []*difftest.Tensor, o order) error {
 	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
 		K, L := v.p.K, v.length(b)
@@ -164,9 +194,16 @@ func runOrder(c *difftest.Case, outs []*difftest.Tensor, o order) error {
 			}
 			return pos, b
 		}
-		keys := v.keys(b, L, s.keys)
+		n := L
+		if o.maskedStride {
+			n = v.p.Stride
+		}
+		keys := v.keys(b, n, s.keys)
 		s.keys = keys
-		for i, x := range keys {
+		for i := L; i < n; i++ {
+			keys[i] = keyNegInf // masked_fill_(~valid_mask, −inf)
+		}
+		for i, x := range keys[:L] {
 			switch {
 			case o.nanLargest && (x > 0xFF800000 || x < 0x007FFFFF):
 				keys[i] = keyTop // key32 of ±NaN: above +inf's 0xFF800000, below −inf's 0x007FFFFF
