@@ -7,6 +7,7 @@ package topk
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -54,7 +55,9 @@ var ruleNames = [nRules]string{"padding", "out_of_range", "wrong_slots", "duplic
 // A row is checked rule by rule; within the first rule it breaks every
 // offending entry is counted, and the later rules are not applied to it
 // (their reading would rest on broken entries). The first failing row
-// (lowest b) gives the Result's Class (Mismatch) and its one-line Message.
+// (lowest b) gives the Result's Class (Mismatch) and its one-line Message,
+// unless a row breaks out_of_range: then the first such row gives them, a
+// pick at or past L being the cause to name (docs/failures.md).
 //
 // Metrics (all rows summed): valid (bool); one int counter per rule:
 // padding (rule-1 entries), out_of_range (raw indices outside [0, L)),
@@ -510,12 +513,20 @@ func summarize(rows []rowVerdict) difftest.Result {
 		needles, found            int
 		first                     = -1 // the rule of the Message
 	)
+	// The Message is the first failing row's, or the first row's with a
+	// pick out of its range when any row has one: a pick at or past L is
+	// the cause to name first, whatever an earlier row breaks.
+	lead := slices.IndexFunc(rows, func(r rowVerdict) bool { return r.msg != "" && r.rule == ruleOutOfRange })
+	if lead < 0 {
+		lead = slices.IndexFunc(rows, func(r rowVerdict) bool { return r.msg != "" })
+	}
+	if lead >= 0 {
+		r := rows[lead]
+		res.Class, res.Message = difftest.Mismatch, r.msg
+		res.Metrics = map[string]any{"failed_rule": ruleNames[r.rule]}
+		first = r.rule
+	}
 	for _, r := range rows {
-		if r.msg != "" && res.Message == "" {
-			res.Class, res.Message = difftest.Mismatch, r.msg
-			res.Metrics = map[string]any{"failed_rule": ruleNames[r.rule]}
-			first = r.rule
-		}
 		inter += r.inter
 		union += r.union
 		wantN += r.wantN

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -131,6 +132,33 @@ func TestCheckWorstLeadsWithTheMessagesRule(t *testing.T) {
 	}
 	if w := r.Worst[0]; w.Tensor != "page_indices" || w.Index != "[0][1]" || w.Got != "22" {
 		t.Errorf("worst[0] = %+v, want page_indices[0][1] = 22, the wrong slot the message names (%s)", w, r.Message)
+	}
+}
+
+// TestCheckOutOfRangeLeads: a pick at or past L is the cause the message
+// names even when an earlier row breaks another rule. K = 2, P = 1, row 0
+// [3, 1, 2] (L = 3) gets {0, −1}: −1 inside the first min(K, L) entries
+// (padding); row 1 [4, 2, 9] (L = 2, stride 3) gets {0, 2}: position 2 is
+// past L (SGLang's PyTorch fallback picking a masked position). The
+// message is row 1's out_of_range, and both counters are kept.
+func TestCheckOutOfRangeLeads(t *testing.T) {
+	c := handCase(t, 1, 1, true, [][]uint32{{fb(3), fb(1), fb(2)}, {fb(4), fb(2), fb(9)}},
+		[]int32{3, 2}, [][]int32{{10, 11, 12}, {20, 21, 22}})
+	want := runRef(t, c)
+	got := runRef(t, c)
+	setRow(got[0], 0, 1, []int32{-1})
+	setRow(got[1], 0, 1, []int32{-1})
+	setRow(got[0], 1, 1, []int32{22})
+	setRow(got[1], 1, 1, []int32{2})
+	r := Check(c, got, want)
+	if r.Metrics["failed_rule"] != "out_of_range" || !strings.HasPrefix(r.Message, "row 1: raw_indices[1][0] = 2 is a pick at or past L = 2") {
+		t.Fatalf("failed_rule %v, message %q; want row 1's out_of_range", r.Metrics["failed_rule"], r.Message)
+	}
+	if r.Metrics["padding"] != 2 || r.Metrics["out_of_range"] != 1 {
+		t.Errorf("padding %v, out_of_range %v; want 2 and 1", r.Metrics["padding"], r.Metrics["out_of_range"])
+	}
+	if w := r.Worst[0]; w.Tensor != "raw_indices" || w.Index != "[1][0]" {
+		t.Errorf("worst[0] = %+v, want raw_indices[1][0]", w)
 	}
 }
 

@@ -120,18 +120,18 @@ func TestVariantsShortRows(t *testing.T) {
 	}
 }
 
-// TestVariantCatalog: 15 variants, names unique and distinct from the
-// mutants', every Parts name one of the five behaviours, each with a doc.
+// TestVariantCatalog: 16 variants, names unique and distinct from the
+// mutants', every Parts name one of the six behaviours, each with a doc.
 func TestVariantCatalog(t *testing.T) {
 	vs := Variants()
-	if len(vs) != 15 {
-		t.Fatalf("%d variants, want 15", len(vs))
+	if len(vs) != 16 {
+		t.Fatalf("%d variants, want 16", len(vs))
 	}
 	names := map[string]bool{}
 	for _, m := range Mutants() {
 		names[m.Name] = true
 	}
-	behaviours := []string{VariantNaNLargest, VariantZeroTie, VariantNegInfMinusOne, VariantTiesHighest, VariantNaNNeverSelected}
+	behaviours := []string{VariantNaNLargest, VariantZeroTie, VariantNegInfMinusOne, VariantTiesHighest, VariantNaNNeverSelected, VariantMaskedStride}
 	for _, v := range vs {
 		if names[v.Name] || v.Doc == "" || len(v.Parts) == 0 || v.Run == nil || v.Alias != "" {
 			t.Errorf("variant %+v: duplicate name, no doc, no parts or no Run", v.Name)
@@ -143,8 +143,10 @@ func TestVariantCatalog(t *testing.T) {
 			}
 		}
 	}
-	if !names[VariantTorchTopK] {
-		t.Errorf("no %s", VariantTorchTopK)
+	for _, n := range []string{VariantTorchTopK, VariantTorchTopK + "+" + VariantMaskedStride} {
+		if !names[n] {
+			t.Errorf("no %s", n)
+		}
 	}
 }
 
