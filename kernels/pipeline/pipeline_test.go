@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
@@ -44,7 +46,7 @@ func runOn(t *testing.T, c *difftest.Case, impl difftest.Impl) *difftest.Record 
 // metrics and the end-to-end ones, and the needle planted with 3σ of
 // margin is selected in both stores.
 func TestChainOnReference(t *testing.T) {
-	for _, preset := range []string{normrope.PresetV4, normrope.PresetV4BF16} {
+	for _, preset := range []string{normrope.PresetV4, normrope.PresetV4BF16, normrope.PresetV4FP4} {
 		c := draw(t, "ref/"+preset, map[string]any{"lengths": []any{int64(1500), int64(300)}, "preset": preset, "H": int64(4)}, 11)
 		rec := runOn(t, c, difftest.ReferenceImpl{})
 		if rec.Failed() {
@@ -134,28 +136,124 @@ func (none) Run(context.Context, difftest.Kernel, *difftest.Case, []*difftest.Bu
 }
 func (none) Close() error { return nil }
 
-// An FP8 and a BF16 case drawn with one key differ only in their stores:
-// the tokens, norm weights, RoPE table, slots, lengths, page tables and
-// exact queries and weights are the same bytes (the needle study compares
-// the stores on identical inputs).
+// An FP8, a BF16 and an FP4 case drawn with one key differ only in their
+// stores: the tokens (the needle's included), norm weights, RoPE table,
+// slots, lengths, page tables and exact queries and weights are the same
+// bytes (the needle study compares the stores on identical inputs), and
+// so are the needles and the margins they were planted with.
 func TestStoresShareInputs(t *testing.T) {
 	params := func(preset string) map[string]any {
 		return map[string]any{"lengths": []any{int64(900)}, "preset": preset, "H": int64(3)}
 	}
 	a := draw(t, "a", params(normrope.PresetV4), 77)
-	b := draw(t, "b", params(normrope.PresetV4BF16), 77)
-	for i, ta := range a.Inputs {
-		tb := b.Inputs[i]
-		same := bytes.Equal(ta.Data, tb.Data)
-		switch ta.Name {
-		case "q", "weights":
-			if same {
-				t.Errorf("%s: the FP8 and BF16 cases have the same bytes; their quantisations differ", ta.Name)
+	for _, preset := range []string{normrope.PresetV4BF16, normrope.PresetV4FP4} {
+		b := draw(t, "b", params(preset), 77)
+		for i, ta := range a.Inputs {
+			tb := b.Inputs[i]
+			same := bytes.Equal(ta.Data, tb.Data)
+			switch ta.Name {
+			case "q", "weights":
+				if same {
+					t.Errorf("%s: the FP8 and %s cases have the same bytes; their quantisations differ", ta.Name, preset)
+				}
+			default:
+				if !same {
+					t.Errorf("%s differs between the FP8 and %s cases", ta.Name, preset)
+				}
 			}
-		default:
-			if !same {
-				t.Errorf("%s differs between the FP8 and BF16 cases", ta.Name)
+		}
+		pa, pb := a.Params.(Params), b.Params.(Params)
+		if !slices.Equal(pa.Needles, pb.Needles) || !slices.Equal(pa.Margins, pb.Margins) {
+			t.Errorf("%s: needles %v margins %v, FP8's %v %v", preset, pb.Needles, pb.Margins, pa.Needles, pa.Margins)
+		}
+	}
+}
+
+// The FP4 pipeline's stage-2 query scores the FP4 keys as q_exact scores
+// the v4 keys: each head of q is the FP4 packing of H·q (H the
+// orthonormal Hadamard transform), its decoded values within one e2m1
+// step of its block's scale of H·q, and the exact logits of the v4 keys
+// under q_exact equal those of the v4-fp4 keys (stage 1 without the
+// Hadamard) under H·q, to f64 rounding.
+func TestFP4QueriesScoreTheV4Space(t *testing.T) {
+	c := draw(t, "fp4q", map[string]any{"lengths": []any{int64(200)}, "preset": normrope.PresetV4FP4, "H": int64(3)}, 21)
+	p := c.Params.(Params)
+	q, qe := c.Input(logits.NameQ), c.Input(NameQExact)
+	if q.DType != difftest.U8 || len(q.Data) != p.Batch*p.Heads*logits.FP4TokenBytes {
+		t.Fatalf("q: %s %v", q.DType, q.Shape)
+	}
+	if !bytes.Equal(c.Input(logits.NameWeights).Data, c.Input(NameWeightsExact).Data) {
+		t.Error("FP4 weights are not weights_exact")
+	}
+	hq := make([][normrope.Dim]float64, p.Heads)
+	for h := range hq {
+		for d := range hq[h] {
+			hq[h][d] = float64(qe.F32(h*normrope.Dim + d))
+		}
+		hadamard(&hq[h])
+		rec := q.Data[h*logits.FP4TokenBytes:]
+		for d, want := range hq[h] {
+			c := rec[d/2] >> (4 * (d % 2)) & 0xF
+			s := numeric.UE8M0ToF64(rec[logits.FP4CodeBytes+d/normrope.FP4Block])
+			if got := numeric.E2M1ToF64(c) * s; math.Abs(got-want) > s {
+				t.Errorf("head %d dim %d: FP4 query %g, H·q %g (block scale %g)", h, d, got, want, s)
 			}
+		}
+	}
+	z4, err := exactKeys(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := stage1(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zf, err := normrope.ExactKeys(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range zf {
+		for h := range hq {
+			var a, b, mag float64
+			for d := range zf[s] {
+				a += float64(qe.F32(h*normrope.Dim+d)) * z4[s][d]
+				b += hq[h][d] * zf[s][d]
+				mag += math.Abs(hq[h][d] * zf[s][d])
+			}
+			if math.Abs(a-b) > 1e-12*mag {
+				t.Fatalf("token %d head %d: q·z(v4) = %g, (H·q)·z(v4-fp4) = %g", s, h, a, b)
+			}
+		}
+	}
+}
+
+// On FP4 keys every stage's catalog runs in the chain and fails there: the
+// FP4 store mutants in stage 1, the FP4 logits mutants in stage 2 (both
+// read the cache the FP4 store wrote), and a fault of each stage.
+func TestChainFP4Mutants(t *testing.T) {
+	c := draw(t, "fp4-mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": normrope.PresetV4FP4}, 12)
+	for _, tc := range []struct {
+		mutant string
+		stage  string
+	}{
+		{"fp4-scale-wrong-block", "stage 1 norm_rope_store: "},
+		{"fp4-amax-448", "stage 1 norm_rope_store: "},
+		{"fp4-nibble-swap", "stage 1 norm_rope_store: "},
+		{"fp4-cache-interleaved", "stage 1 norm_rope_store: "},
+		{"rope-style-swap", "stage 1 norm_rope_store: "},
+		{"logits-fp4-nibble-swap", "stage 2 indexer_logits: mismatch: "},
+		{"logits-fp4-one-scale", "stage 2 indexer_logits: mismatch: "},
+		{"logits-no-relu", "stage 2 indexer_logits: mismatch: "},
+		{"logits-bf16-dot", "stage 2 indexer_logits: mismatch: "},
+		{"topk-page-row0", "stage 3 topk_transform: mismatch: "},
+	} {
+		k, m, ok := difftest.FindMutant(tc.mutant)
+		if !ok {
+			t.Fatalf("no mutant %s", tc.mutant)
+		}
+		rec := runOn(t, c, difftest.MutantImpl{Kernel: k.Name(), Mutant: m})
+		if !rec.Failed() || !strings.HasPrefix(rec.Message, tc.stage) {
+			t.Errorf("%s: %s %q, want a failure starting %q", tc.mutant, rec.Verdict, rec.Message, tc.stage)
 		}
 	}
 }
@@ -213,7 +311,7 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 		{map[string]any{"lengths": []any{int64(10)}}, ""},
 		{map[string]any{}, `param "lengths": required`},
 		{map[string]any{"lengths": []any{int64(0)}}, `param "lengths": element 0 must be in [1, 262144], got 0`},
-		{map[string]any{"lengths": []any{int64(10)}, "preset": "v32"}, `param "preset": must be one of v4, v4-bf16, got "v32"`},
+		{map[string]any{"lengths": []any{int64(10)}, "preset": "v32"}, `param "preset": must be one of v4, v4-bf16, v4-fp4, got "v32"`},
 		{map[string]any{"lengths": []any{int64(10)}, "H": int64(65)}, `param "H": must be in [1, 64], got 65`},
 		{map[string]any{"lengths": []any{int64(10)}, "margin": 100.0}, `param "margin": must be in [−10, 50]`},
 		{map[string]any{"lengths": []any{int64(10)}, "M": int64(1)}, "unknown param(s) M"},
