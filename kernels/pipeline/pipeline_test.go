@@ -330,9 +330,14 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 
 // TestChainCarriesStageDiagnosis: a pipeline case that fails in a stage
 // carries that stage's diagnosis, named by the stage kernel's catalog
-// (and described), as `difftest run --diagnose` records it.
+// (and described), as `difftest run --diagnose` records it, on FP8 keys
+// and on FP4 keys (the FP4 store and logits mutants).
 func TestChainCarriesStageDiagnosis(t *testing.T) {
-	for _, mutant := range []string{"topk-page-row0", "logits-no-relu", "rope-half-swap"} {
+	for _, tc := range []struct{ mutant, preset string }{
+		{"topk-page-row0", normrope.PresetV4}, {"logits-no-relu", normrope.PresetV4}, {"rope-half-swap", normrope.PresetV4},
+		{"fp4-nibble-swap", normrope.PresetV4FP4}, {"logits-fp4-one-scale", normrope.PresetV4FP4}, {"topk-page-row0", normrope.PresetV4FP4},
+	} {
+		mutant := tc.mutant
 		k, m, ok := difftest.FindMutant(mutant)
 		if !ok {
 			t.Fatalf("no mutant %s", mutant)
@@ -340,7 +345,7 @@ func TestChainCarriesStageDiagnosis(t *testing.T) {
 		var recs []*difftest.Record
 		_, err := difftest.Run(context.Background(), difftest.Config{
 			Items: []difftest.Item{{Seed: 1, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: KernelName, Family: "needle", Name: "diag",
-				Params: map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2)}}}}},
+				Params: map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": tc.preset}}}}},
 			Impl: difftest.MutantImpl{Kernel: k.Name(), Mutant: m}, ImplName: "mutant:" + mutant,
 			Diagnose: (&triage.DiagnoseConfig{}).DiagnoseRecord,
 			OnRecord: func(r *difftest.Record) error { recs = append(recs, r); return nil },
@@ -354,7 +359,7 @@ func TestChainCarriesStageDiagnosis(t *testing.T) {
 		r := recs[0]
 		lines := triage.DiagnosisLines(r)
 		if len(r.Diagnosis) == 0 || r.Diagnosis[0] != mutant || len(lines) == 0 || !strings.HasPrefix(lines[0], "behaves like "+mutant+": "+m.Fault) {
-			t.Errorf("%s: %s; diagnosis %v, lines %q", mutant, r.Message, r.Diagnosis, lines)
+			t.Errorf("%s (%s): %s; diagnosis %v, lines %q", mutant, tc.preset, r.Message, r.Diagnosis, lines)
 		}
 	}
 }
