@@ -72,24 +72,42 @@ func TestChainOnReference(t *testing.T) {
 }
 
 // A mutant implementation fails the stage its fault lives in, and the
-// message names it.
+// message names it, on FP8 keys and on FP4 keys (preset v4-fp4: the FP4
+// store mutants in stage 1, the FP4 logits mutants in stage 2, both on the
+// cache the FP4 store wrote, and a fault of each stage).
 func TestChainNamesFailingStage(t *testing.T) {
-	c := draw(t, "mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2)}, 12)
+	cases := map[string]*difftest.Case{}
 	for _, tc := range []struct {
+		preset string
 		mutant string
 		stage  string
 	}{
-		{"fp8-double-round", "stage 1 norm_rope_store: "},
-		{"logits-no-relu", "stage 2 indexer_logits: mismatch: "},
-		{"topk-page-row0", "stage 3 topk_transform: mismatch: "},
+		{normrope.PresetV4, "fp8-double-round", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4, "logits-no-relu", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4, "topk-page-row0", "stage 3 topk_transform: mismatch: "},
+		{normrope.PresetV4FP4, "fp4-scale-wrong-block", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-amax-448", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-nibble-swap", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-cache-interleaved", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "rope-style-swap", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "logits-fp4-nibble-swap", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-fp4-one-scale", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-no-relu", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-bf16-dot", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "topk-page-row0", "stage 3 topk_transform: mismatch: "},
 	} {
+		c := cases[tc.preset]
+		if c == nil {
+			c = draw(t, "mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": tc.preset}, 12)
+			cases[tc.preset] = c
+		}
 		k, m, ok := difftest.FindMutant(tc.mutant)
 		if !ok {
 			t.Fatalf("no mutant %s", tc.mutant)
 		}
 		rec := runOn(t, c, difftest.MutantImpl{Kernel: k.Name(), Mutant: m})
 		if !rec.Failed() || !strings.HasPrefix(rec.Message, tc.stage) {
-			t.Errorf("%s: %s %q, want a failure starting %q", tc.mutant, rec.Verdict, rec.Message, tc.stage)
+			t.Errorf("%s (%s): %s %q, want a failure starting %q", tc.mutant, tc.preset, rec.Verdict, rec.Message, tc.stage)
 		}
 	}
 }
@@ -172,9 +190,9 @@ func TestStoresShareInputs(t *testing.T) {
 // The FP4 pipeline's stage-2 query scores the FP4 keys as q_exact scores
 // the v4 keys: each head of q is the FP4 packing of H·q (H the
 // orthonormal Hadamard transform), its decoded values within one e2m1
-// step of its block's scale of H·q, and the exact logits of the v4 keys
-// under q_exact equal those of the v4-fp4 keys (stage 1 without the
-// Hadamard) under H·q, to f64 rounding.
+// step of its block's scale of H·q, and the weights are weights_exact.
+// (The v4-fp4 keys are the v4 keys rotated back, H·z: TestFP4KeysRotatedBack;
+// so (H·q)·(H·z) = q·z.)
 func TestFP4QueriesScoreTheV4Space(t *testing.T) {
 	c := draw(t, "fp4q", map[string]any{"lengths": []any{int64(200)}, "preset": normrope.PresetV4FP4, "H": int64(3)}, 21)
 	p := c.Params.(Params)
@@ -198,62 +216,6 @@ func TestFP4QueriesScoreTheV4Space(t *testing.T) {
 			if got := numeric.E2M1ToF64(c) * s; math.Abs(got-want) > s {
 				t.Errorf("head %d dim %d: FP4 query %g, H·q %g (block scale %g)", h, d, got, want, s)
 			}
-		}
-	}
-	z4, err := exactKeys(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := stage1(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zf, err := normrope.ExactKeys(s1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for s := range zf {
-		for h := range hq {
-			var a, b, mag float64
-			for d := range zf[s] {
-				a += float64(qe.F32(h*normrope.Dim+d)) * z4[s][d]
-				b += hq[h][d] * zf[s][d]
-				mag += math.Abs(hq[h][d] * zf[s][d])
-			}
-			if math.Abs(a-b) > 1e-12*mag {
-				t.Fatalf("token %d head %d: q·z(v4) = %g, (H·q)·z(v4-fp4) = %g", s, h, a, b)
-			}
-		}
-	}
-}
-
-// On FP4 keys every stage's catalog runs in the chain and fails there: the
-// FP4 store mutants in stage 1, the FP4 logits mutants in stage 2 (both
-// read the cache the FP4 store wrote), and a fault of each stage.
-func TestChainFP4Mutants(t *testing.T) {
-	c := draw(t, "fp4-mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": normrope.PresetV4FP4}, 12)
-	for _, tc := range []struct {
-		mutant string
-		stage  string
-	}{
-		{"fp4-scale-wrong-block", "stage 1 norm_rope_store: "},
-		{"fp4-amax-448", "stage 1 norm_rope_store: "},
-		{"fp4-nibble-swap", "stage 1 norm_rope_store: "},
-		{"fp4-cache-interleaved", "stage 1 norm_rope_store: "},
-		{"rope-style-swap", "stage 1 norm_rope_store: "},
-		{"logits-fp4-nibble-swap", "stage 2 indexer_logits: mismatch: "},
-		{"logits-fp4-one-scale", "stage 2 indexer_logits: mismatch: "},
-		{"logits-no-relu", "stage 2 indexer_logits: mismatch: "},
-		{"logits-bf16-dot", "stage 2 indexer_logits: mismatch: "},
-		{"topk-page-row0", "stage 3 topk_transform: mismatch: "},
-	} {
-		k, m, ok := difftest.FindMutant(tc.mutant)
-		if !ok {
-			t.Fatalf("no mutant %s", tc.mutant)
-		}
-		rec := runOn(t, c, difftest.MutantImpl{Kernel: k.Name(), Mutant: m})
-		if !rec.Failed() || !strings.HasPrefix(rec.Message, tc.stage) {
-			t.Errorf("%s: %s %q, want a failure starting %q", tc.mutant, rec.Verdict, rec.Message, tc.stage)
 		}
 	}
 }
