@@ -51,7 +51,20 @@ func E4M3FromF32(f float32) uint8 {
 // E4M3ToF32 returns the value of e4m3fn code c as binary32; exact. The two
 // NaN codes 0x7F and 0xFF decode to the quiet NaN 0x7FC00000 with c's sign
 // bit (0xFFC00000 for 0xFF).
-func E4M3ToF32(c uint8) float32 {
+func E4M3ToF32(c uint8) float32 { return e4m3Values[c] }
+
+// e4m3Values holds E4M3ToF32 of every code: the references and the
+// kernel models decode one code per key value, so the decoding is a
+// table read.
+var e4m3Values = func() (t [256]float32) {
+	for c := range t {
+		t[c] = e4m3Decode(uint8(c))
+	}
+	return t
+}()
+
+// e4m3Decode is E4M3ToF32 computed from the code's fields.
+func e4m3Decode(c uint8) float32 {
 	sign := uint32(c&0x80) << 24
 	if E4M3IsNaN(c) {
 		return math.Float32frombits(sign | 0x7FC00000)

@@ -78,6 +78,18 @@ type CandidateMatcher interface {
 	MatchCandidate(c *difftest.Case, name string, cand, got []*difftest.Tensor) bool
 }
 
+// CandidateScreen is an optional interface of a Kernel with a
+// CandidateMatcher, for kernels whose candidates are costly to run on
+// large cases: ScreenCandidate reports whether got, the implementation's
+// outputs of case c, can be told not to match the candidate named name
+// without running it: from some of the candidate's output elements,
+// computed alone, one that neither equals got's nor passes the
+// candidate's own check (MatchCandidate's rule) there. It must not reject
+// a candidate that would match; false means "run it".
+type CandidateScreen interface {
+	ScreenCandidate(c *difftest.Case, name string, got []*difftest.Tensor) bool
+}
+
 // Matcher is an optional interface of a Kernel: Match reports whether two
 // implementations' outputs of case c (in c.Outputs order, each as long as
 // its OutputSpec) are the same result for the diagnosis. Kernels without
@@ -255,9 +267,11 @@ type Diagnosis struct {
 // got), then the other candidates in order; one that a smaller matching
 // combination covers is not run.
 //
-// A candidate gets fresh outputs filled with PoisonA (got's poison, also
-// the canary of in-out outputs); an error, a panic or an output of the
-// wrong size is no match. A combination (Candidate.Parts) is dropped when
+// A kernel with a CandidateScreen has each candidate screened first: one
+// it tells apart from a few of its output elements is no match and does
+// not run. A candidate gets fresh outputs filled with PoisonA (got's
+// poison, also the canary of in-out outputs); an error, a panic or an
+// output of the wrong size is no match. A combination (Candidate.Parts) is dropped when
 // a candidate made of a proper subset of its parts also matches.
 // Candidates run one after another until budget (≤ 0: no limit) is spent
 // or ctx is done; a candidate still running then is abandoned (in-process
@@ -306,6 +320,10 @@ func diagnose(ctx context.Context, k difftest.Kernel, c *difftest.Case, got, wan
 				matched = append(matched, cand)
 			}
 			d.Tried++
+			continue
+		}
+		if screened(k, c, cand.Name, got) {
+			d.Tried++ // told apart from a few of its elements: no match
 			continue
 		}
 		outs, ok, stop := runCandidate(ctx, deadline, c, cand)
@@ -485,6 +503,21 @@ func matchCandidate(k difftest.Kernel, c *difftest.Case, name string, cand, got 
 		}
 	}()
 	return m.MatchCandidate(c, name, cand, got)
+}
+
+// screened applies k's CandidateScreen (false for a kernel without one,
+// or when it panics): the candidate named name cannot match got.
+func screened(k difftest.Kernel, c *difftest.Case, name string, got []*difftest.Tensor) (no bool) {
+	s, has := k.(CandidateScreen)
+	if !has || len(got) != len(c.Outputs) {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			no = false
+		}
+	}()
+	return s.ScreenCandidate(c, name, got)
 }
 
 // sameOutputs applies k's Matcher, or compares every byte.

@@ -207,3 +207,46 @@ func TestSelftestDiagnosis(t *testing.T) {
 		}
 	}
 }
+
+// screenKernel is diagKernel with a CandidateScreen that rejects every
+// candidate named in no, and counts the candidates that still run.
+type screenKernel struct {
+	diagKernel
+	no  map[string]bool
+	ran map[string]bool
+}
+
+func (k screenKernel) ScreenCandidate(_ *difftest.Case, name string, _ []*difftest.Tensor) bool {
+	return k.no[name]
+}
+
+func (k screenKernel) Variants() []Variant {
+	vs := k.diagKernel.Variants()
+	for i := range vs {
+		if run := vs[i].Run; run != nil {
+			name := vs[i].Name
+			vs[i].Run = func(c *difftest.Case, outs []*difftest.Tensor) error {
+				k.ran[name] = true
+				return run(c, outs)
+			}
+		}
+	}
+	return vs
+}
+
+// TestDiagnoseScreen: a candidate the kernel's CandidateScreen rejects is
+// not run and not named, though it would match; it still counts as tried;
+// the others run as before.
+func TestDiagnoseScreen(t *testing.T) {
+	c := fakekernel.NewCase("even", []int32{1, 2, 3, 4}, []int64{0, 1, -1, 2}, 4)
+	open := screenKernel{no: map[string]bool{}, ran: map[string]bool{}}
+	run := diagKernel{}.Variants()[2].Run // p1+p2, as the implementation
+	if _, d := diagnoseWith(t, open, c, run, 0); !slices.Equal(d.Matches, []string{"p1+p2"}) || !open.ran["p1+p2"] {
+		t.Fatalf("unscreened: diagnosed as %v, ran %v", d.Matches, open.ran)
+	}
+	shut := screenKernel{no: map[string]bool{"p1+p2": true}, ran: map[string]bool{}}
+	_, d := diagnoseWith(t, shut, c, run, 0)
+	if len(d.Matches) != 0 || shut.ran["p1+p2"] || !shut.ran["p1"] || d.Tried != d.Candidates {
+		t.Errorf("p1+p2 screened out: diagnosed as %v, ran %v, tried %d of %d", d.Matches, shut.ran, d.Tried, d.Candidates)
+	}
+}

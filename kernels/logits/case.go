@@ -440,6 +440,14 @@ func (g *gen) drawQuery(b int, q, w *difftest.Tensor) {
 	}
 }
 
+// PackFP4 packs 128 values into one 68-byte FP4 record rec (the 64 code
+// bytes, then the 4 ue8m0 block scales) by packFP4's rule: an FP4 query
+// head of q as this kernel takes it, and as other kernels' generators
+// (the pipeline's FP4 queries) build one.
+func PackFP4(v *[Dim]float64, rec []byte) {
+	packFP4(v, rec[:FP4CodeBytes], rec[FP4CodeBytes:FP4TokenBytes])
+}
+
 // packFP4 packs 128 values as the FP4 store does: per 32-dim block the
 // ue8m0 scale s = 2^ceil(log2 max(amax/6, 1e-4)) (f32, SGLang's packer
 // rule, docs/contracts/norm_rope_store.md "FP4 keys"), the codes e2m1(x/s)

@@ -308,15 +308,79 @@ func (s sim32) logit(in *inputs, b, pos int, q [][Dim]float32, w []float32, r []
 // store writes logit x of element i: f32, or bf16 rounded to nearest
 // even (truncated for the logits-bf16-truncate fault).
 func (s sim32) store(p Params, logits *difftest.Tensor, i int, x float32) {
-	if !p.BF16Out() {
-		logits.SetF32(i, x)
+	if p.BF16Out() {
+		logits.SetU16(i, uint16(s.bits(p, x)))
 		return
+	}
+	logits.SetF32(i, x)
+}
+
+// bits returns the output bits of logit x as store writes them: the f32
+// bits, or the bf16 bits (RNE; truncated for logits-bf16-truncate).
+func (s sim32) bits(p Params, x float32) uint32 {
+	if !p.BF16Out() {
+		return math.Float32bits(x)
 	}
 	if s.fault == "logits-bf16-truncate" && !math.IsNaN(float64(x)) {
-		logits.SetU16(i, uint16(math.Float32bits(x)>>16))
-		return
+		return math.Float32bits(x) >> 16
 	}
-	logits.SetU16(i, numeric.BF16FromF32(x))
+	return uint32(numeric.BF16FromF32(x))
+}
+
+// simRow is one query row as the variant reads it: its queries and
+// weights in f32, a scratch for the heads' terms, the length it scores to
+// (scoredTo) and the length past which it writes −inf (when clean).
+type simRow struct {
+	q        [][Dim]float32
+	w, r     []float32
+	scoredTo int
+}
+
+// row decodes query row b as the variant reads it.
+func (s sim32) row(in *inputs, b int) *simRow {
+	p := in.p
+	H := p.Heads
+	rw := &simRow{q: make([][Dim]float32, H), w: make([]float32, H), r: make([]float32, H)}
+	for h := 0; h < H; h++ {
+		for d := 0; d < Dim; d++ {
+			rw.q[h][d] = float32(in.qVal((b*H+h)*Dim + d))
+		}
+		rw.w[h] = in.w.F32(b*H + h)
+		if s.fault == "logits-weights-ignored" {
+			rw.w[h] = 1
+		}
+	}
+	L := int(in.lens.I32(b))
+	if s.fault == "logits-mtp-shared-len" {
+		L = int(in.lens.I32(in.reqOf(b)*p.N() + p.N() - 1)) // the request's last row's length for every row
+	}
+	rw.scoredTo = L
+	if s.fault == "logits-past-length" && p.Clean {
+		rw.scoredTo = min(pagesFor(L, p.PageSize)*p.PageSize, p.Stride) // the last page scored whole
+	}
+	return rw
+}
+
+// What the variant writes at one position (sim32.at).
+const (
+	elemNone   = iota // nothing: the byte keeps the poison
+	elemLogit         // a logit
+	elemNegInf        // −inf (clean)
+)
+
+// at returns what the variant writes at position pos of row b (rw from
+// row): nothing, a logit x, or −inf.
+func (s sim32) at(in *inputs, rw *simRow, b, pos int) (kind int, x float32) {
+	p := in.p
+	switch {
+	case s.fault == "logits-grid-cap" && pos>>p.Log2P() >= GridCapPages:
+		return elemNone, 0 // no block of the grid reaches these pages
+	case pos < rw.scoredTo:
+		return elemLogit, s.logit(in, b, pos, rw.q, rw.w, rw.r)
+	case p.Clean:
+		return elemNegInf, 0
+	}
+	return elemNone, 0
 }
 
 // run computes every query row into logits (the [B·next_n, stride]
@@ -324,36 +388,13 @@ func (s sim32) store(p Params, logits *difftest.Tensor, i int, x float32) {
 func (s sim32) run(in *inputs, logits *difftest.Tensor) {
 	p := in.p
 	in.forChunks(func(b, lo, hi int, _ *rowCtx, _ *scratch) {
-		H := p.Heads
-		q := make([][Dim]float32, H)
-		w := make([]float32, H)
-		for h := 0; h < H; h++ {
-			for d := 0; d < Dim; d++ {
-				q[h][d] = float32(in.qVal((b*H+h)*Dim + d))
-			}
-			w[h] = in.w.F32(b*H + h)
-			if s.fault == "logits-weights-ignored" {
-				w[h] = 1
-			}
-		}
-		r := make([]float32, H)
-		L := int(in.lens.I32(b))
-		if s.fault == "logits-mtp-shared-len" {
-			L = int(in.lens.I32(in.reqOf(b)*p.N() + p.N() - 1)) // the request's last row's length for every row
-		}
-		scoredTo := L
-		if s.fault == "logits-past-length" && p.Clean {
-			scoredTo = min(pagesFor(L, p.PageSize)*p.PageSize, p.Stride) // the last page scored whole
-		}
+		rw := s.row(in, b)
 		for pos := lo; pos < hi; pos++ {
-			if s.fault == "logits-grid-cap" && pos>>p.Log2P() >= GridCapPages {
-				return // no block of the grid reaches these pages
-			}
 			i := b*p.Stride + pos
-			switch {
-			case pos < scoredTo:
-				s.store(p, logits, i, s.logit(in, b, pos, q, w, r))
-			case p.Clean:
+			switch kind, x := s.at(in, rw, b, pos); kind {
+			case elemLogit:
+				s.store(p, logits, i, x)
+			case elemNegInf:
 				setNegInf(p, logits, i)
 			}
 		}

@@ -137,10 +137,10 @@ func setLogit(p Params, t *difftest.Tensor, i int, x float64) {
 // setNegInf stores −inf (f32 0xFF800000, bf16 0xFF80).
 func setNegInf(p Params, t *difftest.Tensor, i int) {
 	if p.BF16Out() {
-		t.SetU16(i, 0xFF80)
+		t.SetU16(i, uint16(negInfBits(p)))
 		return
 	}
-	t.SetU32(i, 0xFF800000)
+	t.SetU32(i, negInfBits(p))
 }
 
 // getLogit returns element i of the output as f64 and its bits.
@@ -152,13 +152,17 @@ func getLogit(p Params, t *difftest.Tensor, i int) (float64, uint32) {
 	return float64(t.F32(i)), t.U32(i)
 }
 
-// isNegInfBits reports whether bits (from getLogit) are −inf.
-func isNegInfBits(p Params, bits uint32) bool {
+// negInfBits returns the bits of −inf in the output precision (as
+// getLogit returns them): f32 0xFF800000, bf16 0xFF80.
+func negInfBits(p Params) uint32 {
 	if p.BF16Out() {
-		return bits == 0xFF80
+		return 0xFF80
 	}
-	return bits == 0xFF800000
+	return 0xFF800000
 }
+
+// isNegInfBits reports whether bits (from getLogit) are −inf.
+func isNegInfBits(p Params, bits uint32) bool { return bits == negInfBits(p) }
 
 // elemBytes returns the bytes of one logit: 4, or 2 for bf16.
 func (p Params) elemBytes() int {

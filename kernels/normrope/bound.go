@@ -14,6 +14,7 @@ package normrope
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -48,56 +49,167 @@ type tokenBound struct {
 	dc string       // non-empty: the token's values are unspecified ("don't care"), and why
 }
 
-// analyze computes token t's z and error bounds. It mirrors normF64,
-// ropeF64 and hadamardF64 and carries a bound alongside every value.
+// analyze computes token t's z and error bounds under the contract (f32
+// between the stages). It mirrors normF64, ropeF64 and hadamardF64 and
+// carries a bound alongside every value.
 func (in *inputs) analyze(t int, tb *tokenBound) {
+	var sh [Dim]float64
+	em, ok := in.normStage(t, tb, &sh)
+	if ok {
+		in.laterStages(t, tb, em, &sh, false)
+	}
+}
+
+// maxShifts bounds the ranges of the LayerNorm mean's error that
+// analyzeChain follows one by one (see there); past it, the shift is
+// folded into each dim's bound.
+const maxShifts = 4096
+
+// analyzeChain computes token t's bounds for the declared bf16
+// intermediate (Params.Intermediate): the chain that rounds the 128
+// values to bf16 (RNE) after the norm, after RoPE and after the Hadamard
+// transform, each stage computed in f32 from the previous stage's bf16
+// values (SGLang's unfused V3.2 path). It returns them in tbs[:0]
+// (reused): one tokenBound, or for LayerNorm one per range of the mean's
+// common error Δ over which the first rounding is the same (a kernel's
+// values fit one of them). z is the f64 value of that chain, E_k its
+// bound.
+//
+// The chain's bound is derived, not widened. At a rounding point a stage's
+// f32 value v lies within e_i of the f64 value y_i (the stage's bound),
+// and bf16 rounding is monotone, so the bf16 value the next stage reads is
+// one of the bf16 values in [bf16(y_i − e_i), bf16(y_i + e_i)] =: [lo,
+// hi]. The analysis goes on from the midpoint (lo + hi)/2 with the
+// half-width (hi − lo)/2 as its carried error: where y_i is not within e_i
+// of a bf16 rounding midpoint, lo = hi, and the next stage starts from
+// that exact bf16 value with no carried error at all. So each stage's f32
+// error is absorbed by its rounding, and what the check accepts is the
+// bf16 chain's own values with only the f32 freedom of the last stage (and
+// a neighbour where a stage's value lies within its f32 bound of a bf16
+// midpoint), not a tolerance of a bf16 step per stage, which would admit a
+// truncating or doubly rounding store. The last rounding of a BF16 store
+// is the store's own (rounding twice to bf16 by RNE is rounding once): the
+// check applies it.
+//
+// LayerNorm's mean is one f32 number for all 128 dims, its error Δ (|Δ| ≤
+// εm) a common shift Δ·sh_i of the norm's outputs (analyze). Folded into
+// each dim's bound before the first rounding, it would be counted as 128
+// independent errors, enough to hide a truncating store when |mean| ≫
+// std. Instead the range [−εm, εm] is cut at every Δ where some y_i + Δ·sh_i
+// ± e_i crosses a bf16 midpoint: within each piece every dim's rounding
+// set is fixed, and the piece's analysis carries only the piece's
+// half-width of shift. More than maxShifts pieces fall back to the fold.
+func (in *inputs) analyzeChain(t int, tbs []tokenBound) []tokenBound {
+	tbs = append(tbs[:0], tokenBound{})
+	var sh [Dim]float64
+	em, ok := in.normStage(t, &tbs[0], &sh)
+	if !ok {
+		return tbs
+	}
+	cuts := shiftCuts(&tbs[0], &sh, em*slack)
+	if cuts == nil {
+		roundBF16(&tbs[0], em, &sh)
+		in.laterStages(t, &tbs[0], 0, &sh, true)
+		return tbs
+	}
+	norm := tbs[0]
+	tbs = tbs[:0]
+	first := 1 // the piece holding Δ = 0 (a kernel's mean is rarely far off) first
+	for first < len(cuts)-1 && cuts[first] < 0 {
+		first++
+	}
+	for j := 0; j < len(cuts)-1; j++ {
+		k := first + j
+		if k >= len(cuts) {
+			k -= len(cuts) - 1
+		}
+		mid, half := (cuts[k-1]+cuts[k])/2, (cuts[k]-cuts[k-1])/2
+		tb := norm
+		var none [Dim]float64
+		for i := range tb.z {
+			tb.z[i] += mid * sh[i]
+			tb.e[i] += half * math.Abs(sh[i])
+		}
+		roundBF16(&tb, 0, &none)
+		in.laterStages(t, &tb, 0, &none, true)
+		tbs = append(tbs, tb)
+	}
+	return tbs
+}
+
+// shiftCuts returns the pieces of [−em, em] over which the bf16 rounding
+// of every y_i + Δ·sh_i ± e_i (tb's norm stage, e with slack) is the same
+// set, as their sorted ends from −em to em; nil when no midpoint is
+// crossed (one piece) or the pieces number more than maxShifts.
+func shiftCuts(tb *tokenBound, sh *[Dim]float64, em float64) []float64 {
+	if em == 0 {
+		return nil
+	}
+	cuts := []float64{-em, em}
+	for i, y := range tb.z {
+		s := sh[i]
+		if s == 0 {
+			continue
+		}
+		e := tb.e[i]*slack + tiny
+		lo, hi := y-em*math.Abs(s)-e, y+em*math.Abs(s)+e
+		if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			return nil
+		}
+		for v := bf16Down(bf16Round(lo)); v <= hi; v = bf16Up(v) {
+			m := (v + bf16Up(v)) / 2
+			if m < lo || m > hi {
+				continue
+			}
+			for _, c := range [2]float64{(m - e - y) / s, (m + e - y) / s} {
+				if c > -em && c < em {
+					cuts = append(cuts, c)
+				}
+			}
+			if len(cuts) > maxShifts+1 {
+				return nil
+			}
+		}
+	}
+	if len(cuts) == 2 {
+		return nil
+	}
+	slices.Sort(cuts)
+	return slices.Compact(cuts)
+}
+
+// roundBF16 is a rounding point of the chain (analyzeChain): each dim's
+// bound with the common shift folded in (em·|sh_i|; 0 when em is 0) and
+// slack, its ends rounded to bf16; the analysis goes on from the
+// interval's midpoint with its half-width as the carried error.
+func roundBF16(tb *tokenBound, em float64, sh *[Dim]float64) {
+	for i := range tb.e {
+		v := (tb.e[i]+em*math.Abs(sh[i]))*slack + tiny
+		lo, hi := bf16Round(tb.z[i]-v), bf16Round(tb.z[i]+v)
+		tb.z[i], tb.e[i] = (lo+hi)/2, (hi-lo)/2
+	}
+}
+
+// normStage computes stage 1, the norm, of token t into tb (z the exact
+// f64 values y, e their bounds without the LayerNorm mean's common error)
+// and that error's direction into sh: the error is Δ·sh with |Δ| ≤ em.
+// ok is false for a don't-care token (tb.dc says why).
+func (in *inputs) normStage(t int, tb *tokenBound, sh *[Dim]float64) (em float64, ok bool) {
 	var x [Dim]float64
 	in.row(t, &x)
 	tb.dc = ""
 	if tb.dc = dontCare(in.p.Norm, &x); tb.dc != "" {
-		return
+		return 0, false
 	}
 	eps := float64(in.p.Eps)
 	y, e := &tb.z, &tb.e
 
-	// Stage 1, norm. Let d_i = x_i (rms) or x_i − mean (layer), v =
-	// mean(d²), r = 1/sqrt(v + eps).
-	//
-	// mean (layer only): a 128-term sum, any order: |m_f − m| ≤
-	// γ_127·Σ|x|/128 (÷128 is exact) =: εm. Welford's running mean stays
-	// within the same bound. The kernel forms one mean and subtracts it
-	// from every x_i, so its error Δ = m − m_f is one number common to all
-	// dims: d_f,i = fl(x_i − m_f) = (d_i + Δ)(1 + δ_i), |δ_i| ≤ u. The
-	// common shift Δ is carried apart, as the vector sh = Δ·(r·w_i) that
-	// the linear stages (RoPE, Hadamard) map exactly; only the rounding
-	// ed_i = u(|d_i| + εm) is per dim. (Added dim by dim, Δ would be
-	// counted 128 times over by the Hadamard sums: √128 too loose, enough
-	// to hide a one-pass variance E[x²] − mean², whose error grows as
-	// (|mean|/std)², inside the bound.)
-	//
-	// variance: Σ d_f² = Σ (d_i + Δ)²(1+δ_i)²; since Σ d_i = 0 the cross
-	// term vanishes, Σ(d+Δ)² = Σd² + 128Δ². With the squares' and the
-	// sum's roundings (γ_128) and the (1+δ)² (2u): v_f ∈ [v(1 − γ_130),
-	// (v + εm²)(1 + γ_130)]. For rms εm = 0 and γ_128 suffices; γ_130 is
-	// used for both. Underflow of the squares adds ≤ 128·2^-150 to the
-	// sum. Adding eps rounds once (u):
-	//
-	//   ρv = (γ_130·v + εm²(1+γ_130) + 2^-142) / (v + eps) + u
-	//
-	// bounds the relative error of v_f + eps. Then r_f = r(1+θ) with
-	// |θ| ≤ (1 + rsqrtErr)/sqrt(1 − ρv) − 1 (the worse side of (1±ρv)^-½).
-	//
-	// output: y_i = d_i·r·w_i (+ b_i). Two products (u each) and, for
-	// layer, one add (u). Per dim, besides the shift Δ·r·w_i:
-	//
-	//   e_i = r|w_i|·(ed_i(1+θ) + |d_i|θ + 2u(1+u)(|d_i| + ed_i)(1+θ) + εm(θ + 2u(1+u)(1+θ)))
-	//         [+ u(|y_i| + εm·r|w_i| + e_i)]
 	var d [Dim]float64
 	var sumAbs, mean float64
 	for _, v := range x {
 		sumAbs += math.Abs(v)
 	}
-	em := 0.0
+	em = 0.0
 	if in.p.Norm == NormLayer {
 		var sum float64
 		for _, v := range x {
@@ -118,23 +230,6 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		theta = (1+rsqrtErr)/math.Sqrt(1-rhoV) - 1
 	}
 	r := normF64(in.p.Norm, &x, &in.w, &in.b, eps, y)
-	var sh [Dim]float64 // the common-shift direction: the error is Δ·sh, |Δ| ≤ em
-	// Declared bf16 between the stages (Params.Intermediate): each stage's
-	// 128 outputs are rounded once more, to bf16, before the next stage
-	// reads them: |bf16(v) − v| ≤ ubf16·|v| + 2^-134 (RNE, 8 significand
-	// bits, bf16's subnormal spacing 2^-133), with v within e_i + εm|sh_i|
-	// of |y_i|. The added error then flows through the later stages like
-	// any other carried error. The last stage's rounding is not added
-	// for the BF16 store, whose own RNE rounding it is (rounding twice to
-	// bf16 by RNE is rounding once), so the store check stays exact there.
-	stage := func() {}
-	if in.p.Intermediate == IntermediateBF16 {
-		stage = func() {
-			for i := range e {
-				e[i] += ubf16*(math.Abs(y[i])+em*math.Abs(sh[i])+e[i]) + 0x1p-134
-			}
-		}
-	}
 	for i := range d {
 		ed := 0.0
 		if in.p.Norm == NormLayer {
@@ -147,8 +242,20 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 			e[i] += u * (math.Abs(y[i]) + em*math.Abs(sh[i]) + e[i])
 		}
 	}
+	return em, true
+}
 
-	stage()
+// laterStages carries tb (stage 1's values and bounds, the common shift
+// em·sh) through RoPE and the Hadamard transform to the values before the
+// store; chain rounds to bf16 after each stage (roundBF16) but the store's
+// own, em then being 0.
+func (in *inputs) laterStages(t int, tb *tokenBound, em float64, sh *[Dim]float64, chain bool) {
+	y, e := &tb.z, &tb.e
+	stage := func() {
+		if chain {
+			roundBF16(tb, 0, sh)
+		}
+	}
 
 	// Stage 2, RoPE: out = a·c − b·s (or a·s + b·c) with exact f32 c, s.
 	// The shift maps exactly (sh' = R·sh). Per-dim errors carry through
@@ -168,7 +275,7 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		e[ia], e[ib] = pa, pb // |out| terms added after the rotation below
 	}
 	ropeF64(in.p.RopeStyle, in.p.RopeOffset, cs, y)
-	ropeF64(in.p.RopeStyle, in.p.RopeOffset, cs, &sh)
+	ropeF64(in.p.RopeStyle, in.p.RopeOffset, cs, sh)
 	for j := 0; j < RopeDim/2; j++ {
 		ia, ib := ropePair(in.p.RopeStyle, in.p.RopeOffset, j)
 		e[ia] += u * (math.Abs(y[ia]) + em*math.Abs(sh[ia]) + e[ia])
@@ -199,7 +306,7 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 		}
 		common := hadamardScale * (se + gamma(140)*sa) * (1 + 3*u)
 		hadamardF64(y)
-		hadamardF64(&sh)
+		hadamardF64(sh)
 		for k := range y {
 			e[k] = common + em*math.Abs(sh[k])*(1+3*u) + 2.01*u*(math.Abs(y[k])+em*math.Abs(sh[k]))
 		}

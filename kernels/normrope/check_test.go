@@ -308,3 +308,25 @@ func TestFromTensorsRoundTrip(t *testing.T) {
 		t.Errorf("unknown field: %v", err)
 	}
 }
+
+// TestBF16RoundFastPath: bf16Round's rounding on the bits gives
+// numeric.BF16FromF64's value for random f64 values across bf16's range
+// and the edges: ties to even both ways, the largest finite bf16 and the
+// rounding past it, the smallest normal and values just under it.
+func TestBF16RoundFastPath(t *testing.T) {
+	s := rng.NewStream(7, 0, 0)
+	check := func(x float64) {
+		if got, want := bf16Round(x), numeric.BF16ToF64(numeric.BF16FromF64(x)); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("bf16Round(%g = %#x) = %g, want %g", x, math.Float64bits(x), got, want)
+		}
+	}
+	for i := 0; i < 1_000_000; i++ {
+		check(math.Ldexp(s.Normal(), s.Intn(280)-140))
+		check(math.Float64frombits(uint64(s.Uint32())<<32 | uint64(s.Uint32())))
+	}
+	for _, x := range []float64{0, math.Copysign(0, -1), 1 + 0x1p-8, 1 + 3*0x1p-8, -(1 + 0x1p-8), 1 + 0x1p-8 + 0x1p-52,
+		numeric.BF16ToF64(0x7F7F), numeric.BF16ToF64(0x7F7F) * (1 + 0x1p-9), 0x1p127 * (2 - 0x1p-8), 0x1p-126, 0x1p-126 * (1 - 0x1p-10),
+		math.Inf(1), math.Inf(-1), math.NaN(), 0x1p-140} {
+		check(x)
+	}
+}

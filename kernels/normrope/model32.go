@@ -34,13 +34,19 @@ type sim32 struct {
 	bf16Stages bool
 }
 
-// roundStage rounds z to bf16 in place when s.bf16Stages.
+// roundStage rounds z to bf16 in place when s.bf16Stages: to nearest
+// even, or by truncation for the bf16-truncate fault (that chain's every
+// f32 → bf16 conversion truncates).
 func (s sim32) roundStage(z *[Dim]float32) {
 	if !s.bf16Stages {
 		return
 	}
 	for i, v := range z {
-		z[i] = numeric.BF16ToF32(numeric.BF16FromF32(v))
+		b := numeric.BF16FromF32(v)
+		if s.fault == "bf16-truncate" {
+			b = uint16(math.Float32bits(v) >> 16)
+		}
+		z[i] = numeric.BF16ToF32(b)
 	}
 }
 

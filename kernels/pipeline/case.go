@@ -14,6 +14,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/kernels/logits"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
 
@@ -51,7 +52,8 @@ const poolSize = 4096
 //
 //	lengths  []int, required: row lengths S_b, each in [1, MaxSeqLen]
 //	batch    int, default len(lengths): rows (lengths cycle)
-//	preset   string, default "v4": v4 (FP8 keys) or v4-bf16 (BF16 keys)
+//	preset   string, default "v4": v4 (FP8 keys), v4-bf16 (BF16 keys) or
+//	         v4-fp4 (FP4 keys, v4 without the Hadamard transform)
 //	K        int, default 512: top-k of stage 3 (the CUDA kernel: 512, 1024, 2048)
 //	H        int, default 16: heads, in [1, 64]
 //	P        int, default 64: page size, a power of two in [1, 1024]
@@ -79,7 +81,11 @@ const poolSize = 4096
 // every other draw are those of the Gaussian case). Queries N(0,1) (q_exact), weights
 // N(0,1)/√H with about 1 in 8 zero (weights_exact); the stage-2 q is
 // their e4m3fn quantisation per head with the scale folded into the
-// weight (FP8), or their bf16 rounding (BF16). The needle: the row's
+// weight (FP8), their bf16 rounding (BF16), or the FP4 quantisation
+// of H·q_h (FP4; H the orthonormal Hadamard transform, the weights as
+// drawn): the v4-fp4 keys are the v4 keys without the Hadamard, and H·q
+// scores them exactly as q scores the v4 keys, so the three stores share
+// the exact logits, the needle and the exact top-K. The needle: the row's
 // token at S_b/3 is replaced by one whose exact key moves from its own
 // direction towards Σ_h max(w_h, 0)·q_h, as little as gives the margin
 // (found by bisection on the exact key of the bf16 token; Params.Margins
@@ -133,7 +139,7 @@ func plan(spec difftest.CaseSpec) (*gen, error) {
 	g.Family = spec.Family
 	lengths := pr.Ints("lengths", nil)
 	batch := pr.Int("batch", len(lengths))
-	g.Preset = pr.String("preset", normrope.PresetV4, normrope.PresetV4, normrope.PresetV4BF16)
+	g.Preset = pr.String("preset", normrope.PresetV4, normrope.PresetV4, normrope.PresetV4BF16, normrope.PresetV4FP4)
 	g.K = pr.Int("K", 512)
 	g.Heads = pr.Int("H", 16)
 	g.PageSize = pr.Int("P", 64)
@@ -298,10 +304,25 @@ func (g *gen) draw(id string, key uint64) (*difftest.Case, error) {
 
 // quantise returns stage 2's q and weights: FP8, per (row, head) e4m3fn
 // codes of q/s with s = amax/448 and the weight times s (f32); BF16, the
-// bf16 rounding of q and the weights as they are.
+// bf16 rounding of q and the weights as they are; FP4, per (row, head)
+// the 68-byte FP4 query of H·q (logits.PackFP4: e2m1 codes under one
+// ue8m0 scale per 32 values) and the weights as they are.
 func quantise(p *Params, qExact, wExact *difftest.Tensor) (q, w *difftest.Tensor) {
 	H := p.Heads
 	w = difftest.MustTensor("weights", difftest.F32, p.Batch, H)
+	if p.Store() == "fp4" {
+		q = difftest.MustTensor("q", difftest.U8, p.Batch, H, logits.FP4TokenBytes)
+		for bh := 0; bh < p.Batch*H; bh++ {
+			var v [normrope.Dim]float64
+			for d := range v {
+				v[d] = float64(qExact.F32(bh*normrope.Dim + d))
+			}
+			hadamard(&v)
+			logits.PackFP4(&v, q.Data[bh*logits.FP4TokenBytes:(bh+1)*logits.FP4TokenBytes])
+		}
+		copy(w.Data, wExact.Data)
+		return q, w
+	}
 	if p.Store() == "bf16" {
 		q = difftest.MustTensor("q", difftest.BF16, p.Batch, H, normrope.Dim)
 		for i := 0; i < q.Len(); i++ {
@@ -383,11 +404,7 @@ func (g *gen) plant(c *difftest.Case, key uint64) error {
 	if g.keys == KeysOutlier {
 		chans, _ = g.outlierChannels(key)
 	}
-	s1, err := stage1(c)
-	if err != nil {
-		return err
-	}
-	z, err := normrope.ExactKeys(s1)
+	z, err := exactKeys(c)
 	if err != nil {
 		return err
 	}
@@ -446,7 +463,7 @@ func (g *gen) plant(c *difftest.Case, key uint64) error {
 		}
 		try := func(alpha float64) ([normrope.Dim]uint16, float64, error) {
 			tok := needleToken(&zo, &v, alpha, w, cs, &orig, chans)
-			zk, err := keyOf(tok, w, cs, p.PageSize, p.Preset)
+			zk, err := keyOf(tok, w, cs, p.PageSize, p.KeyPreset())
 			if err != nil {
 				return tok, 0, err
 			}

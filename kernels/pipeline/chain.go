@@ -38,18 +38,44 @@ func stage1(c *difftest.Case) (*difftest.Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	np, err := normrope.Preset(p.Preset, p.PageSize)
+	return stage1As(c, p.Preset, stageID(c, 0))
+}
+
+// stage1As returns the norm_rope_store case, named id, of preset on the
+// six stage-1 inputs of c, with c's page size and pages.
+func stage1As(c *difftest.Case, preset, id string) (*difftest.Case, error) {
+	p, err := paramsOf(c)
+	if err != nil {
+		return nil, err
+	}
+	np, err := normrope.Preset(preset, p.PageSize)
 	if err != nil {
 		return nil, err
 	}
 	np.NumPages = p.NumPages
 	raw, _ := json.Marshal(np)
-	s, err := normrope.FromTensors(stageID(c, 0), raw, pick(c, normrope.InputNames()...))
+	s, err := normrope.FromTensors(id, raw, pick(c, normrope.InputNames()...))
 	if err != nil {
 		return nil, err
 	}
 	s.Family, s.Seed, s.Key = "pipeline", c.Seed, c.Key
 	return s, nil
+}
+
+// exactKeys returns the f64 keys of c's tokens before any store, in the
+// space its queries are drawn in (Params.KeyPreset): stage 1's exact
+// keys, or for v4-fp4 those of v4 (the same keys under the Hadamard
+// transform).
+func exactKeys(c *difftest.Case) ([][normrope.Dim]float64, error) {
+	p, err := paramsOf(c)
+	if err != nil {
+		return nil, err
+	}
+	s1, err := stage1As(c, p.KeyPreset(), stageID(c, 0))
+	if err != nil {
+		return nil, err
+	}
+	return normrope.ExactKeys(s1)
 }
 
 // stage2 returns the indexer_logits case of c on the cache stage 1 wrote.
@@ -156,19 +182,15 @@ func (Kernel) RunChain(ctx context.Context, c *difftest.Case, run difftest.Stage
 	if len(onRef) > 0 {
 		res.Metrics["stages_on_reference"] = strings.Join(onRef, ",")
 	}
-	s1, err := stage1(c)
-	if err != nil {
-		return res, err
-	}
-	if err := e2e(c, s1, outs[1][0], outs[2], res.Metrics); err != nil {
+	if err := e2e(c, outs[1][0], outs[2], res.Metrics); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
 // e2e adds the end-to-end metrics against the exact pipeline (f64 keys
-// from norm_rope_store's reference before the store, q_exact and
-// weights_exact, no quantisation):
+// from norm_rope_store's reference before the store, exactKeys, q_exact
+// and weights_exact, no quantisation):
 //
 //	recall, recall_mean   the smallest and the mean over rows of
 //	                      |chosen ∩ exact top-K| / min(K, L_b)
@@ -178,9 +200,9 @@ func (Kernel) RunChain(ctx context.Context, c *difftest.Case, run difftest.Stage
 //	                      (1 + the positions scoring above it, key32 order)
 //	needle_exact_rank     the worst rank of a needle among the exact logits
 //	needle_margin         the smallest margin a needle was planted with (σ)
-func e2e(c *difftest.Case, s1 *difftest.Case, lg *difftest.Tensor, sel []*difftest.Tensor, m map[string]any) error {
+func e2e(c *difftest.Case, lg *difftest.Tensor, sel []*difftest.Tensor, m map[string]any) error {
 	p, _ := paramsOf(c)
-	z, err := normrope.ExactKeys(s1)
+	z, err := exactKeys(c)
 	if err != nil {
 		return err
 	}

@@ -221,7 +221,7 @@ func (Kernel) DescribeFamilies() []difftest.FamilyInfo {
 		Params: []difftest.ParamInfo{
 			{Name: "lengths", Required: true, Doc: fmt.Sprintf("[]int, required: row lengths, each in [1, %d]", MaxSeqLen)},
 			{Name: "batch", Doc: "int, default the number of lengths: rows"},
-			{Name: "preset", Doc: `string, default "v4": v4 (FP8 keys) or v4-bf16 (BF16 keys)`},
+			{Name: "preset", Doc: `string, default "v4": v4 (FP8 keys), v4-bf16 (BF16 keys) or v4-fp4 (FP4 keys: v4 without the Hadamard, queries H·q in FP4)`},
 			{Name: "K", Doc: "int, default 512: top-k of stage 3"},
 			{Name: "H", Doc: "int, default 16: heads, in [1, 64]"},
 			{Name: "P", Doc: "int, default 64: page size, a power of two in [1, 1024]"},

@@ -46,7 +46,8 @@ var stageKernels = [3]string{normrope.KernelName, "indexer_logits", "topk_transf
 // Params are the parameters of one pipeline case (JSON in captures).
 //
 // Preset is the norm_rope_store preset of stage 1 (v4: FP8 keys; v4-bf16:
-// BF16 keys), and with it the store of stage 2. K is the top-k of stage 3;
+// BF16 keys; v4-fp4: FP4 keys, v4 without the Hadamard transform), and
+// with it the store of stage 2. K is the top-k of stage 3;
 // H and PageSize the heads and page size. Batch, Stride (the longest
 // row), MaxPages and NumPages are the shape facts. Needles holds the
 // planted position of each row (−1: none) and Margins the margin each
@@ -67,12 +68,27 @@ type Params struct {
 }
 
 // Store returns the key store of the preset: "fp8" for v4, "bf16" for
-// v4-bf16.
+// v4-bf16, "fp4" for v4-fp4.
 func (p Params) Store() string {
-	if p.Preset == normrope.PresetV4BF16 {
+	switch p.Preset {
+	case normrope.PresetV4BF16:
 		return "bf16"
+	case normrope.PresetV4FP4:
+		return "fp4"
 	}
 	return "fp8"
+}
+
+// KeyPreset returns the preset whose keys span the space q_exact is drawn
+// in and the needle is planted in: v4 for v4-fp4 (its keys are the v4
+// keys without the Hadamard transform, and its queries the FP4
+// quantisation of H·q, which scores them as q scores the v4 keys), the
+// preset itself otherwise.
+func (p Params) KeyPreset() string {
+	if p.Preset == normrope.PresetV4FP4 {
+		return normrope.PresetV4
+	}
+	return p.Preset
 }
 
 // Limits of one pipeline case.
@@ -91,8 +107,8 @@ const (
 // the parameter and the rule.
 func (p Params) Check() error {
 	switch {
-	case p.Preset != normrope.PresetV4 && p.Preset != normrope.PresetV4BF16:
-		return difftest.Inputf("preset", nil, "must be %q (FP8 keys) or %q (BF16 keys), got %q (the needle is planted through RMSNorm; FP4 keys, %q, wait for indexer_logits over FP4 keys: the needle study scores them itself, docs/pipeline.md)", normrope.PresetV4, normrope.PresetV4BF16, p.Preset, normrope.PresetV4FP4)
+	case p.Preset != normrope.PresetV4 && p.Preset != normrope.PresetV4BF16 && p.Preset != normrope.PresetV4FP4:
+		return difftest.Inputf("preset", nil, "must be %q (FP8 keys), %q (BF16 keys) or %q (FP4 keys), got %q (the needle is planted through RMSNorm)", normrope.PresetV4, normrope.PresetV4BF16, normrope.PresetV4FP4, p.Preset)
 	case p.K < 1 || p.K > MaxK:
 		return difftest.Inputf("K", nil, "must be in [1, %d], got %d", MaxK, p.K)
 	case p.Heads < 1 || p.Heads > MaxHeads:

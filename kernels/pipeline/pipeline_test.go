@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/kernels/logits"
@@ -44,7 +46,7 @@ func runOn(t *testing.T, c *difftest.Case, impl difftest.Impl) *difftest.Record 
 // metrics and the end-to-end ones, and the needle planted with 3σ of
 // margin is selected in both stores.
 func TestChainOnReference(t *testing.T) {
-	for _, preset := range []string{normrope.PresetV4, normrope.PresetV4BF16} {
+	for _, preset := range []string{normrope.PresetV4, normrope.PresetV4BF16, normrope.PresetV4FP4} {
 		c := draw(t, "ref/"+preset, map[string]any{"lengths": []any{int64(1500), int64(300)}, "preset": preset, "H": int64(4)}, 11)
 		rec := runOn(t, c, difftest.ReferenceImpl{})
 		if rec.Failed() {
@@ -70,24 +72,42 @@ func TestChainOnReference(t *testing.T) {
 }
 
 // A mutant implementation fails the stage its fault lives in, and the
-// message names it.
+// message names it, on FP8 keys and on FP4 keys (preset v4-fp4: the FP4
+// store mutants in stage 1, the FP4 logits mutants in stage 2, both on the
+// cache the FP4 store wrote, and a fault of each stage).
 func TestChainNamesFailingStage(t *testing.T) {
-	c := draw(t, "mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2)}, 12)
+	cases := map[string]*difftest.Case{}
 	for _, tc := range []struct {
+		preset string
 		mutant string
 		stage  string
 	}{
-		{"fp8-double-round", "stage 1 norm_rope_store: "},
-		{"logits-no-relu", "stage 2 indexer_logits: mismatch: "},
-		{"topk-page-row0", "stage 3 topk_transform: mismatch: "},
+		{normrope.PresetV4, "fp8-double-round", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4, "logits-no-relu", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4, "topk-page-row0", "stage 3 topk_transform: mismatch: "},
+		{normrope.PresetV4FP4, "fp4-scale-wrong-block", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-amax-448", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-nibble-swap", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "fp4-cache-interleaved", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "rope-style-swap", "stage 1 norm_rope_store: "},
+		{normrope.PresetV4FP4, "logits-fp4-nibble-swap", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-fp4-one-scale", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-no-relu", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "logits-bf16-dot", "stage 2 indexer_logits: mismatch: "},
+		{normrope.PresetV4FP4, "topk-page-row0", "stage 3 topk_transform: mismatch: "},
 	} {
+		c := cases[tc.preset]
+		if c == nil {
+			c = draw(t, "mutants", map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": tc.preset}, 12)
+			cases[tc.preset] = c
+		}
 		k, m, ok := difftest.FindMutant(tc.mutant)
 		if !ok {
 			t.Fatalf("no mutant %s", tc.mutant)
 		}
 		rec := runOn(t, c, difftest.MutantImpl{Kernel: k.Name(), Mutant: m})
 		if !rec.Failed() || !strings.HasPrefix(rec.Message, tc.stage) {
-			t.Errorf("%s: %s %q, want a failure starting %q", tc.mutant, rec.Verdict, rec.Message, tc.stage)
+			t.Errorf("%s (%s): %s %q, want a failure starting %q", tc.mutant, tc.preset, rec.Verdict, rec.Message, tc.stage)
 		}
 	}
 }
@@ -134,27 +154,67 @@ func (none) Run(context.Context, difftest.Kernel, *difftest.Case, []*difftest.Bu
 }
 func (none) Close() error { return nil }
 
-// An FP8 and a BF16 case drawn with one key differ only in their stores:
-// the tokens, norm weights, RoPE table, slots, lengths, page tables and
-// exact queries and weights are the same bytes (the needle study compares
-// the stores on identical inputs).
+// An FP8, a BF16 and an FP4 case drawn with one key differ only in their
+// stores: the tokens (the needle's included), norm weights, RoPE table,
+// slots, lengths, page tables and exact queries and weights are the same
+// bytes (the needle study compares the stores on identical inputs), and
+// so are the needles and the margins they were planted with.
 func TestStoresShareInputs(t *testing.T) {
 	params := func(preset string) map[string]any {
 		return map[string]any{"lengths": []any{int64(900)}, "preset": preset, "H": int64(3)}
 	}
 	a := draw(t, "a", params(normrope.PresetV4), 77)
-	b := draw(t, "b", params(normrope.PresetV4BF16), 77)
-	for i, ta := range a.Inputs {
-		tb := b.Inputs[i]
-		same := bytes.Equal(ta.Data, tb.Data)
-		switch ta.Name {
-		case "q", "weights":
-			if same {
-				t.Errorf("%s: the FP8 and BF16 cases have the same bytes; their quantisations differ", ta.Name)
+	for _, preset := range []string{normrope.PresetV4BF16, normrope.PresetV4FP4} {
+		b := draw(t, "b", params(preset), 77)
+		for i, ta := range a.Inputs {
+			tb := b.Inputs[i]
+			same := bytes.Equal(ta.Data, tb.Data)
+			switch ta.Name {
+			case "q", "weights":
+				if same {
+					t.Errorf("%s: the FP8 and %s cases have the same bytes; their quantisations differ", ta.Name, preset)
+				}
+			default:
+				if !same {
+					t.Errorf("%s differs between the FP8 and %s cases", ta.Name, preset)
+				}
 			}
-		default:
-			if !same {
-				t.Errorf("%s differs between the FP8 and BF16 cases", ta.Name)
+		}
+		pa, pb := a.Params.(Params), b.Params.(Params)
+		if !slices.Equal(pa.Needles, pb.Needles) || !slices.Equal(pa.Margins, pb.Margins) {
+			t.Errorf("%s: needles %v margins %v, FP8's %v %v", preset, pb.Needles, pb.Margins, pa.Needles, pa.Margins)
+		}
+	}
+}
+
+// The FP4 pipeline's stage-2 query scores the FP4 keys as q_exact scores
+// the v4 keys: each head of q is the FP4 packing of H·q (H the
+// orthonormal Hadamard transform), its decoded values within one e2m1
+// step of its block's scale of H·q, and the weights are weights_exact.
+// (The v4-fp4 keys are the v4 keys rotated back, H·z: TestFP4KeysRotatedBack;
+// so (H·q)·(H·z) = q·z.)
+func TestFP4QueriesScoreTheV4Space(t *testing.T) {
+	c := draw(t, "fp4q", map[string]any{"lengths": []any{int64(200)}, "preset": normrope.PresetV4FP4, "H": int64(3)}, 21)
+	p := c.Params.(Params)
+	q, qe := c.Input(logits.NameQ), c.Input(NameQExact)
+	if q.DType != difftest.U8 || len(q.Data) != p.Batch*p.Heads*logits.FP4TokenBytes {
+		t.Fatalf("q: %s %v", q.DType, q.Shape)
+	}
+	if !bytes.Equal(c.Input(logits.NameWeights).Data, c.Input(NameWeightsExact).Data) {
+		t.Error("FP4 weights are not weights_exact")
+	}
+	hq := make([][normrope.Dim]float64, p.Heads)
+	for h := range hq {
+		for d := range hq[h] {
+			hq[h][d] = float64(qe.F32(h*normrope.Dim + d))
+		}
+		hadamard(&hq[h])
+		rec := q.Data[h*logits.FP4TokenBytes:]
+		for d, want := range hq[h] {
+			c := rec[d/2] >> (4 * (d % 2)) & 0xF
+			s := numeric.UE8M0ToF64(rec[logits.FP4CodeBytes+d/normrope.FP4Block])
+			if got := numeric.E2M1ToF64(c) * s; math.Abs(got-want) > s {
+				t.Errorf("head %d dim %d: FP4 query %g, H·q %g (block scale %g)", h, d, got, want, s)
 			}
 		}
 	}
@@ -213,7 +273,7 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 		{map[string]any{"lengths": []any{int64(10)}}, ""},
 		{map[string]any{}, `param "lengths": required`},
 		{map[string]any{"lengths": []any{int64(0)}}, `param "lengths": element 0 must be in [1, 262144], got 0`},
-		{map[string]any{"lengths": []any{int64(10)}, "preset": "v32"}, `param "preset": must be one of v4, v4-bf16, got "v32"`},
+		{map[string]any{"lengths": []any{int64(10)}, "preset": "v32"}, `param "preset": must be one of v4, v4-bf16, v4-fp4, got "v32"`},
 		{map[string]any{"lengths": []any{int64(10)}, "H": int64(65)}, `param "H": must be in [1, 64], got 65`},
 		{map[string]any{"lengths": []any{int64(10)}, "margin": 100.0}, `param "margin": must be in [−10, 50]`},
 		{map[string]any{"lengths": []any{int64(10)}, "M": int64(1)}, "unknown param(s) M"},
@@ -232,9 +292,14 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 
 // TestChainCarriesStageDiagnosis: a pipeline case that fails in a stage
 // carries that stage's diagnosis, named by the stage kernel's catalog
-// (and described), as `difftest run --diagnose` records it.
+// (and described), as `difftest run --diagnose` records it, on FP8 keys
+// and on FP4 keys (the FP4 store and logits mutants).
 func TestChainCarriesStageDiagnosis(t *testing.T) {
-	for _, mutant := range []string{"topk-page-row0", "logits-no-relu", "rope-half-swap"} {
+	for _, tc := range []struct{ mutant, preset string }{
+		{"topk-page-row0", normrope.PresetV4}, {"logits-no-relu", normrope.PresetV4}, {"rope-half-swap", normrope.PresetV4},
+		{"fp4-nibble-swap", normrope.PresetV4FP4}, {"logits-fp4-one-scale", normrope.PresetV4FP4}, {"topk-page-row0", normrope.PresetV4FP4},
+	} {
+		mutant := tc.mutant
 		k, m, ok := difftest.FindMutant(mutant)
 		if !ok {
 			t.Fatalf("no mutant %s", mutant)
@@ -242,7 +307,7 @@ func TestChainCarriesStageDiagnosis(t *testing.T) {
 		var recs []*difftest.Record
 		_, err := difftest.Run(context.Background(), difftest.Config{
 			Items: []difftest.Item{{Seed: 1, SuiteCase: difftest.SuiteCase{Spec: difftest.CaseSpec{Kernel: KernelName, Family: "needle", Name: "diag",
-				Params: map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2)}}}}},
+				Params: map[string]any{"lengths": []any{int64(700), int64(70)}, "H": int64(2), "preset": tc.preset}}}}},
 			Impl: difftest.MutantImpl{Kernel: k.Name(), Mutant: m}, ImplName: "mutant:" + mutant,
 			Diagnose: (&triage.DiagnoseConfig{}).DiagnoseRecord,
 			OnRecord: func(r *difftest.Record) error { recs = append(recs, r); return nil },
@@ -256,7 +321,7 @@ func TestChainCarriesStageDiagnosis(t *testing.T) {
 		r := recs[0]
 		lines := triage.DiagnosisLines(r)
 		if len(r.Diagnosis) == 0 || r.Diagnosis[0] != mutant || len(lines) == 0 || !strings.HasPrefix(lines[0], "behaves like "+mutant+": "+m.Fault) {
-			t.Errorf("%s: %s; diagnosis %v, lines %q", mutant, r.Message, r.Diagnosis, lines)
+			t.Errorf("%s (%s): %s; diagnosis %v, lines %q", mutant, tc.preset, r.Message, r.Diagnosis, lines)
 		}
 	}
 }

@@ -1,14 +1,13 @@
 // The needle study's FP4 column (docs/pipeline.md): norm_rope_store with
 // preset v4-fp4 on the implementation under test, checked, and the logits
-// scored here over the cache it wrote (indexer_logits does not take FP4
-// keys in this tree), then the study's end-to-end measures for all three
-// stores.
+// scored here over the cache it wrote (the study predates indexer_logits
+// over FP4 keys, which a v4-fp4 pipeline case runs), then the study's
+// end-to-end measures for all three stores.
 
 package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -46,22 +45,7 @@ func withPreset(c *difftest.Case, preset string) (*difftest.Case, error) {
 // fp4Stage1 returns the norm_rope_store case of preset v4-fp4 on the
 // tokens of pipeline case c (its page size and pages).
 func fp4Stage1(c *difftest.Case) (*difftest.Case, error) {
-	p, err := paramsOf(c)
-	if err != nil {
-		return nil, err
-	}
-	np, err := normrope.Preset(normrope.PresetV4FP4, p.PageSize)
-	if err != nil {
-		return nil, err
-	}
-	np.NumPages = p.NumPages
-	raw, _ := json.Marshal(np)
-	s, err := normrope.FromTensors(c.ID+"/"+normrope.PresetV4FP4+"@"+normrope.KernelName, raw, pick(c, normrope.InputNames()...))
-	if err != nil {
-		return nil, err
-	}
-	s.Family, s.Seed, s.Key = "pipeline", c.Seed, c.Key
-	return s, nil
+	return stage1As(c, normrope.PresetV4FP4, c.ID+"/"+normrope.PresetV4FP4+"@"+normrope.KernelName)
 }
 
 // fp4Query returns the study's FP4 query of one head, decoded: one stage
@@ -181,11 +165,7 @@ func runFP4(ctx context.Context, cfg StudyConfig, c *difftest.Case) (StudyStore,
 // exactKeysV4 returns the f64 keys of the v4 stage 1 of c (the rotated key
 // space q_exact is drawn in, whatever c's preset).
 func exactKeysV4(c *difftest.Case) ([][normrope.Dim]float64, error) {
-	d, err := withPreset(c, normrope.PresetV4)
-	if err != nil {
-		return nil, err
-	}
-	s1, err := stage1(d)
+	s1, err := stage1As(c, normrope.PresetV4, stageID(c, 0))
 	if err != nil {
 		return nil, err
 	}
