@@ -5,20 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // KD_LIBCUDA naming a FIFO: `run --impl cuda` used to hang in dlopen; it
 // now refuses it at once (`info`: cmd/difftest's TestInfoDriverFIFO).
 func TestDriverEnvFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "libcuda.so.1")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "libcuda.so.1"))
 	t.Setenv(DriverEnv, fifo)
 	done := make(chan struct{})
 	go func() {
@@ -45,10 +42,7 @@ func TestBaselineFatbinBounded(t *testing.T) {
 	if err := os.WriteFile(main, []byte("not a module"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "base.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "base.fifo"))
 	sparse := filepath.Join(dir, "sparse.fatbin")
 	f, err := os.Create(sparse)
 	if err != nil {

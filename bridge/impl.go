@@ -528,11 +528,20 @@ func replyClass(r reply) string {
 // kills it if it does not within the exit grace (ExitGraceEnv).
 func (im *Impl) retire(w *workerProc) {
 	im.w = nil
+	im.end(w)
+}
+
+// end closes w's requests (its end of requests) and waits for it to
+// exit; it kills w and returns false when it does not within the exit
+// grace (ExitGraceEnv).
+func (im *Impl) end(w *workerProc) bool {
 	w.reqW.Close()
 	select {
 	case <-w.done:
+		return true
 	case <-time.After(im.exitGrace):
 		w.kill()
+		return false
 	}
 }
 
@@ -575,11 +584,7 @@ func (im *Impl) Close() error {
 	}
 	w := im.w
 	im.w = nil
-	w.reqW.Close()
-	select {
-	case <-w.done:
-	case <-time.After(im.exitGrace):
-		w.kill()
+	if !im.end(w) {
 		return errors.New("GPU worker did not exit; killed")
 	}
 	var ee *exec.ExitError

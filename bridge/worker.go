@@ -218,29 +218,14 @@ func (wk *worker) run(req *request) reply {
 	if _, err := pack(req.Params, ts); err != nil {
 		return reply{Class: difftest.InvalidCase, Msg: err.Error()}
 	}
-	var ptrs []cuda.DevicePtr
-	defer func() {
-		for _, p := range ptrs {
-			_ = wk.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
-		}
-	}()
+	mem := &devMem{drv: wk.drv}
+	defer mem.free()
 	fault := wk.fault
-	alloc := func(b []byte) (cuda.DevicePtr, error) {
-		if len(b) == 0 {
-			return 0, nil
-		}
-		p, err := wk.drv.MemAlloc(uint64(len(b)))
-		if err != nil {
-			return 0, err
-		}
-		ptrs = append(ptrs, p)
-		return p, wk.drv.MemcpyHtoD(p, b)
-	}
 	for _, t := range req.Inputs {
 		if _, isOut := outputIndex(req.Outputs, t.Name); isOut {
 			continue // an in/out tensor (the cache) travels as an output
 		}
-		p, err := alloc(t.Data)
+		p, err := mem.upload(t.Data)
 		if err != nil {
 			return fault("copying input "+t.Name+" to the device", err)
 		}
@@ -251,19 +236,12 @@ func (wk *worker) run(req *request) reply {
 		if o.Guard < 0 || o.Guard > len(o.Full) {
 			return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("output %s: guard %d outside its %d-byte buffer", o.Name, o.Guard, len(o.Full))}
 		}
-		p, err := alloc(o.Full)
+		p, err := mem.upload(o.Full)
 		if err != nil {
 			return fault("copying output "+o.Name+" (with guards) to the device", err)
 		}
 		base[i] = p
-		// The kernel sees base + Guard: cuMemAlloc returns 256-byte aligned
-		// memory and the harness's guard (difftest.GuardBytes, 4096) keeps
-		// that alignment.
-		ptr := p
-		if p != 0 && o.Guard < len(o.Full) {
-			ptr = p + cuda.DevicePtr(o.Guard)
-		}
-		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: ptr}
+		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: guarded(p, o)}
 	}
 	l, err := pack(req.Params, ts)
 	if err != nil {
@@ -284,6 +262,56 @@ func (wk *worker) run(req *request) reply {
 		}
 	}
 	return rep
+}
+
+// devMem is the device memory of one request: free releases every
+// allocation, after the reply is built.
+type devMem struct {
+	drv  cuda.Driver
+	ptrs []cuda.DevicePtr
+}
+
+// alloc allocates n bytes, freed by free.
+func (m *devMem) alloc(n int64) (cuda.DevicePtr, error) {
+	p, err := m.drv.MemAlloc(uint64(n))
+	if err != nil {
+		return 0, err
+	}
+	m.ptrs = append(m.ptrs, p)
+	return p, nil
+}
+
+// upload copies b into a new allocation and returns it; an empty b
+// allocates nothing and is pointer 0.
+func (m *devMem) upload(b []byte) (cuda.DevicePtr, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p, err := m.alloc(int64(len(b)))
+	if err != nil {
+		return 0, err
+	}
+	return p, m.drv.MemcpyHtoD(p, b)
+}
+
+// free releases every allocation.
+func (m *devMem) free() {
+	for _, p := range m.ptrs {
+		_ = m.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
+	}
+	m.ptrs = nil
+}
+
+// guarded is the pointer the kernel is given for output o whose whole
+// buffer (guard, output, guard) was uploaded at base: base + Guard.
+// cuMemAlloc returns 256-byte aligned memory and the harness's guard
+// (difftest.GuardBytes, 4096) keeps that alignment. An output with no
+// buffer (base 0) stays 0.
+func guarded(base cuda.DevicePtr, o wireOutput) cuda.DevicePtr {
+	if base != 0 && o.Guard < len(o.Full) {
+		return base + cuda.DevicePtr(o.Guard)
+	}
+	return base
 }
 
 func outputIndex(outs []wireOutput, name string) (int, bool) {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 )
@@ -66,13 +65,7 @@ func FindMutant(name string) (Kernel, Mutant, bool) {
 // registered prefix (sorted: "exec:CMD", "serve:CMD") and every
 // "mutant:NAME".
 func ImplNames() []string {
-	names := []string{"reference"}
-	registry.Lock()
-	for n := range registry.impls {
-		names = append(names, n)
-	}
-	registry.Unlock()
-	sort.Strings(names[1:])
+	names := append([]string{"reference"}, impls.Names()...)
 	for _, p := range implPrefixes() {
 		names = append(names, p.prefix+"CMD")
 	}
@@ -217,26 +210,14 @@ type implPrefix struct {
 // both). NewImpl hands the rest of the value to open; an empty or blank
 // rest is an ErrUnknownImpl ("PREFIX needs a command"). It panics on a
 // duplicate prefix.
-func RegisterImplPrefix(prefix string, open ImplOpener) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.prefixes == nil {
-		registry.prefixes = map[string]ImplOpener{}
-	}
-	if _, dup := registry.prefixes[prefix]; dup {
-		panic("difftest: impl prefix registered twice: " + prefix)
-	}
-	registry.prefixes[prefix] = open
-}
+func RegisterImplPrefix(prefix string, open ImplOpener) { prefixes.Add(prefix, open) }
 
 // implPrefixes returns the registered prefixes, sorted.
 func implPrefixes() []implPrefix {
-	registry.Lock()
-	defer registry.Unlock()
-	ps := make([]implPrefix, 0, len(registry.prefixes))
-	for p, f := range registry.prefixes {
-		ps = append(ps, implPrefix{p, f})
+	var ps []implPrefix
+	for _, p := range prefixes.Names() {
+		open, _ := prefixes.Get(p)
+		ps = append(ps, implPrefix{p, open})
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].prefix < ps[j].prefix })
 	return ps
 }
