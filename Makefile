@@ -61,7 +61,9 @@ bisect-test:
 	scripts/test-bisect
 
 # Every fault build of kernels/faults.txt, emulated, must fail its contract
-# test (the GPU selftest's CPU counterpart; about a minute of compiling).
+# test (the GPU selftest's CPU counterpart; mostly compiling, two at a time
+# on two CPUs). After make emu the contract tests themselves are not run
+# again (scripts/test-kernels-emu --rerun forces them).
 emu-faults:
 	scripts/test-kernels-emu --faults $(BUILD)/emu
 

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -50,23 +50,11 @@ func TestQuickReferenceSeeds1To200(t *testing.T) {
 	}
 }
 
-// The catalog of docs/mutants.md and docs/contracts/indexer_logits.md (logits-offset-int32, caught by the
-// large suite only, is not among the mutants the default suite must catch).
-var catalog = []string{
-	"topk-capacity-4096", "topk-coarse-only", "topk-tie-hole", "topk-flt-max-sentinel", "topk-nan-garbage",
-	"topk-past-length", "topk-length-minus-one", "topk-dup-on-plateau", "topk-page-row0", "topk-short-row-order",
-	"rope-style-swap", "rope-half-swap", "rope-position-off-by-one", "bf16-truncate", "fp8-double-round",
-	"fp8-no-saturate", "ue8m0-floor", "scale-no-floor", "cache-scale-interleaved", "write-negative-slot",
-	"skip-tail-token", "hadamard-unscaled",
-	"fp4-scale-wrong-block", "fp4-amax-448", "fp4-nibble-swap", "fp4-cache-interleaved",
-	"topk16-raw-bits", "topk16-one-pass", "topk16-raw-low-digit", "topk16-f16-bf16-key",
-	"logits-grid-cap", "logits-scale-interleaved", "logits-one-scale-per-page", "logits-no-relu",
-	"logits-weights-ignored", "logits-page-row0", "logits-bf16-dot", "logits-past-length",
-	"logits-tight-stride", "logits-fp4-nibble-swap", "logits-fp4-one-scale", "logits-mtp-shared-len", "logits-bf16-truncate",
-}
-
-// `difftest selftest` on the default suite catches all 43 mutants and the
-// reference passes every case.
+// `difftest selftest` on the default suite catches every mutant of every
+// registered kernel, each diagnosed as itself, and the reference passes
+// every case. Each kernel pins its own catalog (TestCatalog in
+// kernels/logits and kernels/normrope, TestMutantsOneFault in
+// kernels/topk); docs/mutants.md is their generated table (TestMutantsDoc).
 func TestSelftestCatchesEveryMutant(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
@@ -75,23 +63,21 @@ func TestSelftestCatchesEveryMutant(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("selftest exit %d\n%s", code, stderr.String())
 	}
-	var names []string
+	n := 0
 	for _, k := range difftest.Kernels() {
 		for _, m := range k.Mutants() {
-			names = append(names, m.Name)
+			n++
 			if !strings.Contains(stdout.String(), " "+m.Name+" ") {
 				t.Errorf("mutant %s missing from the selftest table", m.Name)
 			}
 		}
 	}
-	want := append([]string(nil), catalog...)
-	sort.Strings(names)
-	sort.Strings(want)
-	if strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Errorf("registered mutants\n%v\nwant the catalog of docs/mutants.md and docs/contracts/indexer_logits.md\n%v", names, want)
+	if n == 0 {
+		t.Fatal("no kernel registers a mutant")
 	}
-	if !strings.Contains(stdout.String(), "selftest passed: 43 of 43 mutants caught, reference passes") {
-		t.Errorf("verdict line missing:\n%s", stdout.String())
+	verdict := fmt.Sprintf("selftest passed: %d of %d mutants caught, reference passes; %d of %d diagnosed as themselves", n, n, n, n)
+	if !strings.Contains(stdout.String(), verdict) {
+		t.Errorf("verdict line %q missing:\n%s", verdict, stdout.String())
 	}
 }
 
