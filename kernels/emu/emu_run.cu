@@ -148,6 +148,7 @@ int run_normrope()
     p.hadamard = static_cast<int32_t>(geti(m, "hadamard"));
     p.store = static_cast<int32_t>(geti(m, "store"));
     p.scale_fmt = static_cast<int32_t>(geti(m, "scale_fmt"));
+    p.stages = static_cast<int32_t>(geti(m, "stages"));
     const long long grid = (p.num_tokens + KD_NORMROPE_TOKENS_PER_BLOCK - 1) / KD_NORMROPE_TOKENS_PER_BLOCK;
     if (grid > 0) {
         const int traps = emu::launch(static_cast<unsigned>(grid), KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });

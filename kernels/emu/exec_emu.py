@@ -97,6 +97,7 @@ def main():
                 "hadamard": 1 if params["hadamard"] else 0,
                 "store": {"fp8": 0, "bf16": 1, "fp4": 2}[params["store"]],
                 "scale_fmt": {"plain": 0, "ue8m0": 1}[params.get("scale_fmt") or "plain"],
+                "stages": {"": 0, "store": 1}[params.get("stages") or ""],
             }
             which, outs = "normrope", ["cache"]
             shapes = {"cache": tensors["cache"][1]}
