@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """emu_cxx.py: compile CUDA C++ for the CPU emulator (kernels/emu/host_emu.h).
 
-Usage: kernels/emu/emu_cxx.py [G++ FLAGS] -o OUT SOURCE... [--keep DIR]
+Usage: kernels/emu/emu_cxx.py [G++ FLAGS] -o OUT SOURCE... [--keep DIR] [--deps FILE]
 
 Each SOURCE (a .cu, .cc or .cpp file that includes host_emu.h before the
 kernel) is built with g++ in three steps, all in a temporary directory
@@ -12,7 +12,15 @@ kernel) is built with g++ in three steps, all in a temporary directory
     a colon-separated list, empty for none) on the include path, so
     host_emu.h finds cuda_fp16.h, cuda_bf16.h, cuda_fp8.h,
     cuda_runtime.h and <nv/target>.
- 2. PTX asm translation: every asm statement outside the system headers
+ 2. Launch syntax: every `KERNEL<<<GRID, BLOCK[, SMEM[, STREAM]]>>>(ARGS)`
+    outside the system headers becomes
+    `::emu::chevron(GRID, BLOCK[, SMEM[, STREAM]]).launch(KERNEL, ARGS)`
+    (host_emu.h: the cudaLaunchKernelEx stand-in, errors through
+    cudaGetLastError as on the device). KERNEL is a possibly qualified
+    name with template arguments; a template kernel must name them (they
+    cannot be deduced from ARGS here). Anything else before <<< is an
+    error naming the file and line.
+    PTX asm translation: every asm statement outside the system headers
     (and outside host_emu.h, whose x86-64 fiber switch is asm) is looked
     up in TABLE below (its template with whitespace collapsed,
     and its operands' constraints) and replaced by the C++ the table gives,
@@ -34,8 +42,11 @@ kernel) is built with g++ in three steps, all in a temporary directory
     when nothing needs one: those calls are linked to host_emu.h's empty
     initialiser.
 
-With -c, step 3 stops at the object file (OUT). Exit status: g++'s, 1 for
-an asm statement it cannot parse, or 2 for a usage error.
+With -c, step 3 stops at the object file (OUT). With --deps FILE, step 1
+also lists every file the preprocessor read (g++ -MD), and FILE gets them
+all, one absolute path a line, for a caller's build cache. Exit status:
+g++'s, 1 for an asm statement or a launch it cannot parse, or 2 for a
+usage error.
 """
 
 import bisect
@@ -215,8 +226,90 @@ class Source:
         return f, line + self.text.count("\n", self.pos[k], p), system
 
 
+def _skip_space_back(text, j):
+    """The index just past the last non-space character before j."""
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return j
+
+
+def _callee_start(text, p):
+    """Start of the kernel name ending before the <<< at text[p]: an
+    identifier with template arguments and :: qualifiers. Raises
+    ValueError when there is none."""
+    j = _skip_space_back(text, p)
+    while True:
+        if j > 0 and text[j - 1] == ">":
+            depth, k = 0, j - 1
+            while k >= 0:
+                c = text[k]
+                if c in ">)]":
+                    depth += 1
+                elif c in "<([":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k -= 1
+            if k < 0:
+                raise ValueError("unbalanced template arguments before <<<")
+            j = _skip_space_back(text, k)
+        k = j
+        while k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):
+            k -= 1
+        if k == j or text[k].isdigit():
+            raise ValueError("no kernel name before <<<")
+        if text[k:j] == "operator":
+            return None
+        q = _skip_space_back(text, k)
+        if q >= 2 and text[q - 2 : q] == "::":
+            r = _skip_space_back(text, q - 2)
+            if r > 0 and (text[r - 1].isalnum() or text[r - 1] in "_>"):
+                j = r
+                continue
+            return q - 2
+        return k
+
+
+def _chevron(text, p):
+    """(start, end, replacement) of the launch whose <<< is at text[p], or
+    None when the <<< is not a launch (operator<<<T>). Raises ValueError
+    when it cannot be read."""
+    start = _callee_start(text, p)
+    if start is None:
+        return None
+    callee = text[start:p].strip()
+    depth, q = 0, p + 3
+    while q < len(text):
+        c = text[q]
+        if c in "\"'":
+            q = _skip_string(text, q)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(">>>", q):
+            break
+        q += 1
+    else:
+        raise ValueError("no >>> closing the launch configuration")
+    config = text[p + 3 : q]
+    a = q + 3
+    while a < len(text) and text[a].isspace():
+        a += 1
+    if a >= len(text) or text[a] != "(":
+        raise ValueError("no argument list after >>>")
+    close = _match_paren(text, a)
+    args = text[a + 1 : close]
+    call = f"::emu::chevron({config}).launch({callee}" + (f", {args}" if args.strip() else "") + ")"
+    call += "\n" * (text.count("\n", start, close + 1) - call.count("\n"))
+    return start, close + 1, call
+
+
 def rewrite(text, warn):
-    """text with its asm statements translated; warn(msg) for each refused."""
+    """text with its asm statements and <<<>>> launches translated; warn(msg)
+    for each asm statement refused. A launch it cannot read raises
+    ValueError naming the file and line."""
     src = Source(text)
     out, last, i = [], 0, 0
     n = len(text)
@@ -237,6 +330,23 @@ def rewrite(text, warn):
                 i += 1  # a digit separator
             else:
                 i = _skip_string(text, i)
+            continue
+        if c == "<" and text.startswith("<<<", i) and not src.where(i)[2]:
+            try:
+                launch = _chevron(text, i)
+            except ValueError as e:
+                f, line, _ = src.where(i)
+                raise ValueError(f"{f}:{line}: cannot read the <<<>>> launch: {e}") from None
+            if launch is not None:
+                start, end, call = launch
+                if start < last:
+                    f, line, _ = src.where(i)
+                    raise ValueError(f"{f}:{line}: cannot read the <<<>>> launch: its kernel name overlaps translated text")
+                out.append(text[last:start])
+                out.append(call)
+                last = i = end
+                continue
+            i += 3
             continue
         if c.isalpha() or c == "_":
             m = re.compile(r"\w+").match(text, i)
@@ -320,9 +430,24 @@ def cuda_include():
     return [d for d in r.stdout.decode().split() if d]
 
 
+def read_deps(path):
+    """The prerequisites of a make rule file g++ -MD wrote: every file the
+    preprocessor read, the source included."""
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        text = f.read().replace("\\\n", " ")
+    deps = []
+    for rule in text.split("\n"):
+        if ":" not in rule:
+            continue
+        _, _, rest = rule.partition(": ")
+        for word in re.findall(r"(?:\\.|[^\s\\])+", rest):
+            deps.append(re.sub(r"\\(.)", r"\1", word))
+    return deps
+
+
 def main(argv):
     cxx = os.environ.get("CXX", "g++")
-    flags, sources, out, keep, compile_only = [], [], None, None, False
+    flags, sources, out, keep, compile_only, deps_out = [], [], None, None, False, None
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -332,6 +457,10 @@ def main(argv):
             continue
         if a == "--keep" and i + 1 < len(argv):
             keep = argv[i + 1]
+            i += 2
+            continue
+        if a == "--deps" and i + 1 < len(argv):
+            deps_out = argv[i + 1]
             i += 2
             continue
         if a == "-c":
@@ -351,17 +480,20 @@ def main(argv):
     work = keep or tempfile.mkdtemp(prefix="emu_cxx.")
     os.makedirs(work, exist_ok=True)
     try:
-        objs = []
+        objs, deps = [], set()
         for k, s in enumerate(sources):
             base = os.path.join(work, f"{k}_{os.path.splitext(os.path.basename(s))[0]}")
-            r = subprocess.run([cxx, "-E", "-x", "c++", *flags, *inc, s, "-o", base + ".ii"])
+            md = ["-MD", "-MF", base + ".d"] if deps_out else []
+            r = subprocess.run([cxx, "-E", "-x", "c++", *flags, *inc, *md, s, "-o", base + ".ii"])
             if r.returncode != 0:
                 return r.returncode
+            if deps_out:
+                deps.update(os.path.realpath(d) for d in read_deps(base + ".d"))
             with open(base + ".ii", encoding="utf-8", errors="surrogateescape") as f:
                 try:
                     text = rewrite(f.read(), lambda m: print(f"emu_cxx: warning: {m}", file=sys.stderr))
                 except ValueError as e:
-                    print(f"emu_cxx: {s}: cannot translate its asm: {e}", file=sys.stderr)
+                    print(f"emu_cxx: {s}: cannot translate its asm or launches: {e}", file=sys.stderr)
                     return 1
             with open(base + ".emu.ii", "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
@@ -370,6 +502,9 @@ def main(argv):
             if r.returncode != 0:
                 return r.returncode
             objs.append(obj)
+        if deps_out:
+            with open(deps_out, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.write("".join(d + "\n" for d in sorted(deps)))
         if compile_only:
             return 0
         defsyms = []

@@ -37,8 +37,10 @@
  *    pinned wheels' there): their own host implementations of __half,
  *    __nv_bfloat16 and the fp8 types (cuda_fp16.h, cuda_bf16.h,
  *    cuda_fp8.h), and stand-ins for cudaLaunchKernelEx (the template),
- *    cudaFuncSetAttribute, cudaGetLastError and a few device queries, so
- *    a kernel's own host glue runs; launches are synchronous;
+ *    <<<>>> launches (emu-cxx rewrites them to emu::chevron),
+ *    cudaFuncSetAttribute, cudaGetLastError, cudaMalloc, cudaMemcpy(Async),
+ *    cudaMemset(Async) and a few device queries, so a kernel's own host
+ *    glue runs; launches are synchronous, a trap is a sticky error;
  *  - PTX asm, translated by emu-cxx through its table (emu_cxx.py): a
  *    statement it does not know is refused when it runs, naming the asm
  *    and where it is.
@@ -1109,10 +1111,18 @@ inline cudaError_t &last_error()
     static cudaError_t e = cudaSuccess;
     return e;
 }
+/* A device exception (a trapped thread): as on the device it is sticky,
+ * returned by every later synchronisation and error query. */
+inline cudaError_t &sticky_error()
+{
+    static cudaError_t e = cudaSuccess;
+    return e;
+}
 inline cudaError_t set_error(cudaError_t e, const char *why)
 {
     if (why) std::fprintf(stderr, "emu: %s\n", why);
     if (e != cudaSuccess) last_error() = e;
+    if (e == cudaErrorLaunchFailure) sticky_error() = e;
     return e;
 }
 } /* namespace emu */
@@ -1121,30 +1131,37 @@ inline cudaError_t cudaGetLastError()
 {
     const cudaError_t e = emu::last_error();
     emu::last_error() = cudaSuccess;
-    return e;
+    return e != cudaSuccess ? e : emu::sticky_error();
 }
-inline cudaError_t cudaPeekAtLastError() { return emu::last_error(); }
+inline cudaError_t cudaPeekAtLastError() { return emu::last_error() != cudaSuccess ? emu::last_error() : emu::sticky_error(); }
+/* The names and texts of the codes the stand-ins return, and of those an
+ * adapter may pass on (cudart's wording). */
+struct emu_error_text {
+    cudaError_t code;
+    const char *name, *text;
+};
+inline constexpr emu_error_text emu_error_texts[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+};
 inline const char *cudaGetErrorString(cudaError_t e)
 {
-    switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorNotSupported: return "operation not supported";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    default: return "unknown error";
-    }
+    for (const emu_error_text &t : emu_error_texts)
+        if (t.code == e) return t.text;
+    return "unknown error";
 }
 inline const char *cudaGetErrorName(cudaError_t e)
 {
-    switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    default: return "cudaErrorUnknown";
-    }
+    for (const emu_error_text &t : emu_error_texts)
+        if (t.code == e) return t.name;
+    return "cudaErrorUnknown";
 }
 inline cudaError_t cudaGetDevice(int *d)
 {
@@ -1152,8 +1169,40 @@ inline cudaError_t cudaGetDevice(int *d)
     return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : emu::set_error(cudaErrorInvalidDevice, "cudaSetDevice: one emulated device, 0"); }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+/* Launches are synchronous: these only report a device exception. */
+inline cudaError_t cudaDeviceSynchronize() { return emu::sticky_error(); }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return emu::sticky_error(); }
+
+/* Device memory is host memory here (under the emulated driver, the
+ * driver's own allocations: a pointer an adapter gets is one of them).
+ * cudaMalloc gives 256-byte aligned memory, as the device does; copies and
+ * memsets run at once (the Async forms too: launches are synchronous, so
+ * stream order is program order). Every copy kind is a memmove. */
+inline cudaError_t cudaMalloc(void **p, size_t n)
+{
+    if (p == nullptr) return emu::set_error(cudaErrorInvalidValue, "cudaMalloc: a null result pointer");
+    *p = n == 0 ? nullptr : std::aligned_alloc(256, (n + 255) / 256 * 256);
+    return n == 0 || *p ? cudaSuccess : emu::set_error(cudaErrorMemoryAllocation, "cudaMalloc: out of host memory");
+}
+inline cudaError_t cudaFree(void *p)
+{
+    std::free(p);
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t)
+{
+    if (n > 0) std::memset(p, v, n);
+    return emu::sticky_error();
+}
+inline cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, n, nullptr); }
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t)
+{
+    if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+        return emu::set_error(cudaErrorInvalidMemcpyDirection, "cudaMemcpy: not a cudaMemcpyKind");
+    if (n > 0) std::memmove(dst, src, n);
+    return emu::sticky_error();
+}
+inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) { return cudaMemcpyAsync(dst, src, n, kind, nullptr); }
 /* The emulated device: compute capability 9.0, 132 SMs, 227 KiB opt-in
  * shared memory per block, 48 KiB by default. */
 inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int device)
@@ -1248,6 +1297,34 @@ inline cudaError_t emu_cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void
     }(std::forward<ActTypes>(args)...);
 }
 #define cudaLaunchKernelEx emu_cudaLaunchKernelEx
+
+/* KERNEL<<<GRID, BLOCK, SMEM, STREAM>>>(ARGS), which emu_cxx.py rewrites
+ * to emu::chevron(GRID, BLOCK, SMEM, STREAM).launch(KERNEL, ARGS): the
+ * cudaLaunchKernelEx stand-in with that configuration. As on the device
+ * the launch returns nothing: a refused configuration is reported by
+ * cudaGetLastError, a trapped thread by it and by every synchronisation
+ * (sticky). The stream is ignored (launches are synchronous). */
+namespace emu {
+struct Chevron {
+    dim3 grid, block;
+    size_t smem;
+    cudaStream_t stream;
+    template <typename... ExpTypes, typename... ActTypes>
+    void launch(void (*kernel)(ExpTypes...), ActTypes &&...args) const
+    {
+        cudaLaunchConfig_t config{};
+        config.gridDim = grid;
+        config.blockDim = block;
+        config.dynamicSmemBytes = smem;
+        config.stream = stream;
+        (void)emu_cudaLaunchKernelEx(&config, kernel, std::forward<ActTypes>(args)...);
+    }
+};
+inline Chevron chevron(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = nullptr)
+{
+    return Chevron{grid, block, smem, stream};
+}
+} /* namespace emu */
 #endif /* KD_EMU_CUDA_HEADERS */
 
 /* PTX asm, as kernels/emu/emu_cxx.py translates it (its table maps each

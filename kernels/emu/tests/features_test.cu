@@ -420,6 +420,44 @@ void test_runtime()
     check("cudaDevAttrMaxSharedMemoryPerBlockOptin (227 KiB)", optin == 232448, std::to_string(optin));
 }
 
+/* ---- <<<>>> launches (emu_cxx.py rewrites them) and device memory ---- */
+
+template <int Scale>
+__global__ void k_scaled(int *out, int add)
+{
+    extern __shared__ int tile[];
+    tile[threadIdx.x] = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * Scale;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] + add;
+}
+
+namespace inner {
+__global__ void k_fill(int *out, int v) { out[blockIdx.y * gridDim.x * blockDim.x + blockIdx.x * blockDim.x + threadIdx.x] = v; }
+}
+
+void test_chevron()
+{
+    /* 2 blocks of 32, 128 B of dynamic shared memory: element 33 (block 1,
+     * thread 1) reads tile[30] = (32 + 30) * 3 = 186, plus 5. */
+    int *out = nullptr;
+    check("cudaMalloc (256-byte aligned)", cudaMalloc(&out, 64 * sizeof(int)) == cudaSuccess && reinterpret_cast<uintptr_t>(out) % 256 == 0);
+    check("cudaMemset", cudaMemset(out, 0xff, 64 * sizeof(int)) == cudaSuccess && out[63] == -1);
+    cudaStream_t stream = nullptr;
+    k_scaled<3><<<2, 32, 32 * sizeof(int), stream>>>(out, 5);
+    check("k<3><<<2, 32, 128, stream>>>: element 33", cudaGetLastError() == cudaSuccess && out[33] == 191 && out[0] == 98,
+          std::to_string(out[33]) + " " + std::to_string(out[0]));
+    ::inner::k_fill<<<dim3(2, 2),
+                      dim3(16)>>>(out, 7);
+    check("::inner::k_fill<<<dim3(2, 2), dim3(16)>>> over two lines", cudaGetLastError() == cudaSuccess && out[0] == 7 && out[63] == 7,
+          std::to_string(out[63]));
+    std::vector<int> host(64, 0);
+    check("cudaMemcpy device to host", cudaMemcpy(host.data(), out, 64 * sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && host[40] == 7);
+    k_scaled<1><<<1, 2048, 0>>>(out, 0);
+    check("<<<1, 2048>>>: cudaErrorInvalidConfiguration from cudaGetLastError, then cleared",
+          cudaGetLastError() == cudaErrorInvalidConfiguration && cudaGetLastError() == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess);
+    check("cudaFree", cudaFree(out) == cudaSuccess);
+}
+
 /* ---- __trap ---- */
 
 __global__ void k_trap(int *out)
@@ -436,6 +474,18 @@ void test_trap()
           std::to_string(traps));
 }
 
+/* A trap in a <<<>>> launch is a sticky device exception: the last check,
+ * as every later call reports it. */
+void test_trap_sticky()
+{
+    std::vector<int> out(64, 0);
+    k_trap<<<1, 64>>>(out.data());
+    const cudaError_t first = cudaGetLastError();
+    check("__trap in <<<>>>: cudaErrorLaunchFailure, sticky", first == cudaErrorLaunchFailure && cudaGetLastError() == cudaErrorLaunchFailure &&
+          cudaDeviceSynchronize() == cudaErrorLaunchFailure && cudaStreamSynchronize(nullptr) == cudaErrorLaunchFailure,
+          cudaGetErrorName(first));
+}
+
 } /* namespace */
 
 int main()
@@ -450,7 +500,9 @@ int main()
     test_lowp();
     test_ptx();
     test_runtime();
+    test_chevron();
     test_trap();
+    test_trap_sticky();
     if (failures) {
         std::printf("FAIL: %d checks failed\n", failures);
         return 1;

@@ -65,6 +65,11 @@ int main()
     emu::launch(1, 1056, [&] { refused::k(out); });
 #elif defined(REFUSE_SMEM)
     emu::launch(dim3(1), dim3(32), 228 * 1024, [&] { refused::k(out); });
+#elif defined(REFUSE_CHEVRON_CALLEE)
+    /* A launch through a function pointer: emu_cxx.py reads only a
+     * kernel's name before <<<. */
+    void (*fp)(int *) = refused::k;
+    (*fp)<<<1, 32>>>(out);
 #else
     emu::launch(1, 32, [&] { refused::k(out); });
 #endif
