@@ -14,11 +14,28 @@
  *   logits:   in q, weights, cache, seq_lens, page_table; out logits (f32,
  *             or bf16 with logits_bf16; params page_stride, next_n)
  *             (positions the kernel leaves alone keep 0x7B7B7B7B)
- * Exit 0 on success; 1 with a message on a bad file or a trapped launch. */
+ * Exit 0 on success; 1 with a message on a bad file or a trapped launch.
+ *
+ * Built with -DKD_EMU_ADAPTER and linked with a bring-your-own adapter
+ * (kernels/kd_adapter.h), the topk and normrope runs call the adapter's
+ * kd_adapter_topk_transform / kd_adapter_norm_rope_store with the same
+ * struct instead of this project's kernels (scripts/sglang-emu: the
+ * SGLang adapters of adapters/sglang through the exec protocol); a
+ * declined configuration (KD_ADAPTER_UNSUPPORTED) exits 125, which the
+ * exec protocol reports as not tested, and any other non-zero return is
+ * an error naming it. */
 
 #include "host_emu.h"
 
 #include "../kernels.cu"
+
+#ifdef KD_EMU_ADAPTER
+#include <kd_adapter.h> /* kernels/, on the include path */
+/* An adapter defines the functions of the kernels it implements; the
+ * others resolve to null, and their cases are not tested. */
+#pragma weak kd_adapter_topk_transform
+#pragma weak kd_adapter_norm_rope_store
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -74,6 +91,31 @@ std::map<std::string, std::string> params()
     return m;
 }
 
+#ifdef KD_EMU_ADAPTER
+/* adapter_done handles an adapter's return: 0 goes on, a decline exits
+ * 125, an error exits 1 naming it. */
+void adapter_done(const char *fn, int rc);
+
+template <class P>
+void adapter_call(const char *fn, int (*adapter)(const P *, cudaStream_t), const P &p)
+{
+    if (adapter == nullptr) {
+        std::fprintf(stderr, "emu_run: the adapter does not define %s\n", fn);
+        std::exit(125);
+    }
+    adapter_done(fn, adapter(&p, nullptr));
+}
+
+void adapter_done(const char *fn, int rc)
+{
+    if (rc == KD_ADAPTER_UNSUPPORTED) {
+        std::fprintf(stderr, "emu_run: %s declines this configuration (KD_ADAPTER_UNSUPPORTED)\n", fn);
+        std::exit(125);
+    }
+    if (rc != 0) die(std::string(fn) + " returned " + std::to_string(rc) + " (" + cudaGetErrorName(static_cast<cudaError_t>(rc)) + ")");
+}
+#endif
+
 long long geti(std::map<std::string, std::string> &m, const char *k)
 {
     auto it = m.find(k);
@@ -108,6 +150,12 @@ int run_topk()
         if (raw) save("raw_indices", rawv);
         return 0;
     }
+#ifdef KD_EMU_ADAPTER
+    adapter_call("kd_adapter_topk_transform", kd_adapter_topk_transform, p);
+    save("page_indices", page);
+    if (raw) save("raw_indices", rawv);
+    return 0;
+#endif
     int traps = 0;
     switch (k) {
     case 512: traps = emu::launch(batch, KD_TOPK_THREADS, [&] { kd_topk_transform_512(p); }); break;
@@ -149,6 +197,11 @@ int run_normrope()
     p.store = static_cast<int32_t>(geti(m, "store"));
     p.scale_fmt = static_cast<int32_t>(geti(m, "scale_fmt"));
     p.stages = static_cast<int32_t>(geti(m, "stages"));
+#ifdef KD_EMU_ADAPTER
+    adapter_call("kd_adapter_norm_rope_store", kd_adapter_norm_rope_store, p);
+    save("cache", cache);
+    return 0;
+#endif
     const long long grid = (p.num_tokens + KD_NORMROPE_TOKENS_PER_BLOCK - 1) / KD_NORMROPE_TOKENS_PER_BLOCK;
     if (grid > 0) {
         const int traps = emu::launch(static_cast<unsigned>(grid), KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
