@@ -7,7 +7,7 @@
  * bf16 [N, 128] tensor) and quantises each token to 128 e4m3fn codes with
  * one plain f32 scale, max(amax, 1e-4) / 448, into pages of 132·P bytes:
  * the contract's FP8 store, block-planar. It is called through its own
- * host entry, FusedStoreCacheIndexerKernel<bf16_t, int64_t, P, false>::run,
+ * host entry, FusedStoreCacheIndexerKernel<sglang::bf16_t, int64_t, P, false>::run,
  * read in place from the pinned wheel.
  *
  * The mapping: x bf16 [N, 128] is the kernel's input, out_loc i64 [N] its
@@ -42,10 +42,8 @@ int store(const kd_normrope_params *p, cudaStream_t stream)
     View input(p->x, kBF16, {p->num_tokens, 128});
     View cache(p->cache, kU8, {p->num_pages, 132 * int64_t{kPageSize}});
     View indices(p->out_loc, kI64, {p->num_tokens});
-    return call("dsv4 store", stream, [&] {
-        sglang::FusedStoreCacheIndexerKernel<bf16_t, int64_t, kPageSize, false>::run(input.view(), cache.view(),
-                                                                                    indices.view());
-    });
+    using Kernel = sglang::FusedStoreCacheIndexerKernel<sglang::bf16_t, int64_t, kPageSize, false>;
+    return call("dsv4 store", stream, [&] { Kernel::run(input.view(), cache.view(), indices.view()); });
 }
 
 } /* namespace */

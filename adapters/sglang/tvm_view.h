@@ -9,6 +9,8 @@
 #ifndef KD_SGLANG_TVM_VIEW_H
 #define KD_SGLANG_TVM_VIEW_H
 
+#include <sgl_kernel/tensor.h>
+
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/extra/c_env_api.h>
@@ -17,6 +19,21 @@
 #include <cstdio>
 #include <exception>
 #include <initializer_list>
+
+#if !defined(__CUDACC__) && !defined(__HIPCC__)
+/* sgl_kernel/tensor.h gives the DLPack dtype of fp16_t and bf16_t (what
+ * TensorMatcher::with_dtype<bf16_t> checks against) only under nvcc or
+ * hipcc; the CPU emulator compiles with g++. The same two
+ * specialisations, as the header spells them for nvcc. */
+template <>
+struct sglang::host::details::DLDataTypeTrait<sglang::fp16_t> {
+    inline static constexpr DLDataType value = {.code = DLDataTypeCode::kDLFloat, .bits = 16, .lanes = 1};
+};
+template <>
+struct sglang::host::details::DLDataTypeTrait<sglang::bf16_t> {
+    inline static constexpr DLDataType value = {.code = DLDataTypeCode::kDLBfloat, .bits = 16, .lanes = 1};
+};
+#endif
 
 namespace kd_sglang {
 

@@ -5,7 +5,7 @@
  * FP8 quantisation with a plain f32 scale, paged store), against the
  * norm_rope_store contract (docs/contracts/norm_rope_store.md). It is
  * called through its own host entry,
- * FusedKIndexerNormRopeStoreKernel<bf16_t, false, P>::forward, read in
+ * FusedKIndexerNormRopeStoreKernel<sglang::bf16_t, false, P>::forward, read in
  * place from the pinned wheel.
  *
  * What the kernel computes, in the contract's terms: norm = layer,
@@ -70,8 +70,9 @@ int forward(const kd_normrope_params *p, const float *cos_sin, cudaStream_t stre
     View bias(p->bias, kF32, {128});
     View cs(cos_sin, kF32, {p->max_pos, 64});
     View positions(p->positions, kI64, {p->num_tokens});
+    using Kernel = sglang::FusedKIndexerNormRopeStoreKernel<sglang::bf16_t, false, kPageSize>;
     return call("v3.2 indexer_k", stream, [&] {
-        sglang::FusedKIndexerNormRopeStoreKernel<bf16_t, false, kPageSize>::forward(
+        Kernel::forward(
             k_input.view(), cache.view(), indices.view(), weight.view(), bias.view(), cs.view(), positions.view(),
             static_cast<double>(p->eps));
     });
