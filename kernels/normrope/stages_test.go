@@ -11,16 +11,6 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
-// withStore returns spec with stages = store declared.
-func withStore(spec difftest.CaseSpec) difftest.CaseSpec {
-	ps := map[string]any{"stages": StagesStore}
-	for k, v := range spec.Params {
-		ps[k] = v
-	}
-	spec.Params = ps
-	return spec
-}
-
 // TestStoreOnlyHand: with stages = store the key is x itself, whatever
 // the norm, RoPE and Hadamard switches say. Token 0 is 448, 1, −0.5,
 // 2^-9 (the smallest e4m3 subnormal), 3.125 (the midpoint of the e4m3
@@ -146,7 +136,7 @@ func TestStoreOnlySuite(t *testing.T) {
 	caught := map[string]bool{}
 	fullFails := 0
 	for _, spec := range loadSuite(t, "default") {
-		s := withStore(spec)
+		s := withParam(spec, "stages", StagesStore)
 		if s.Params["intermediate"] != nil {
 			continue
 		}
