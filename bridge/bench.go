@@ -12,6 +12,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -154,23 +155,12 @@ func (wk *worker) bench(req *request) reply {
 	}
 
 	d := wk.drv
-	var ptrs []cuda.DevicePtr
-	defer func() {
-		for _, p := range ptrs {
-			_ = d.MemFree(p)
-		}
-	}()
-	alloc := func(n int64) (cuda.DevicePtr, error) {
-		p, err := d.MemAlloc(uint64(n))
-		if err == nil {
-			ptrs = append(ptrs, p)
-		}
-		return p, err
-	}
+	mem := &devMem{drv: d}
+	defer mem.free()
 	var flush cuda.DevicePtr
 	if br.FlushBytes > 0 {
 		var err error
-		if flush, err = alloc(br.FlushBytes); err != nil {
+		if flush, err = mem.alloc(br.FlushBytes); err != nil {
 			return wk.fault(fmt.Sprintf("allocating the %d-byte L2 flush buffer", br.FlushBytes), err)
 		}
 	}
@@ -187,38 +177,21 @@ func (wk *worker) bench(req *request) reply {
 			if _, isOut := outputIndex(req.Outputs, t.Name); isOut {
 				continue
 			}
-			dt := devTensor{DType: t.DType, Shape: t.Shape}
-			if len(t.Data) > 0 {
-				p, err := alloc(int64(len(t.Data)))
-				if err == nil {
-					err = d.MemcpyHtoD(p, t.Data)
-				}
-				if err != nil {
-					return wk.fault(fmt.Sprintf("copying input %s (copy %d of %d) to the device", t.Name, c+1, br.Copies), err)
-				}
-				dt.Ptr = p
+			p, err := mem.upload(t.Data)
+			if err != nil {
+				return wk.fault(fmt.Sprintf("copying input %s (copy %d of %d) to the device", t.Name, c+1, br.Copies), err)
 			}
-			ts[t.Name] = dt
+			ts[t.Name] = devTensor{DType: t.DType, Shape: t.Shape, Ptr: p}
 		}
 		for b, m := range spec.Modules {
 			outBase[b][c] = make([]cuda.DevicePtr, len(req.Outputs))
 			for i, o := range req.Outputs {
-				dt := devTensor{DType: o.DType, Shape: o.Shape}
-				if len(o.Full) > 0 {
-					p, err := alloc(int64(len(o.Full)))
-					if err == nil {
-						err = d.MemcpyHtoD(p, o.Full)
-					}
-					if err != nil {
-						return wk.fault(fmt.Sprintf("copying output %s (with guards, copy %d) to the device", o.Name, c+1), err)
-					}
-					outBase[b][c][i] = p
-					dt.Ptr = p
-					if o.Guard < len(o.Full) {
-						dt.Ptr = p + cuda.DevicePtr(o.Guard)
-					}
+				p, err := mem.upload(o.Full)
+				if err != nil {
+					return wk.fault(fmt.Sprintf("copying output %s (with guards, copy %d) to the device", o.Name, c+1), err)
 				}
-				ts[o.Name] = dt
+				outBase[b][c][i] = p
+				ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: guarded(p, o)}
 			}
 			l, err := pack(req.Params, ts)
 			if err != nil {
@@ -227,8 +200,8 @@ func (wk *worker) bench(req *request) reply {
 			if l.Grid.X == 0 {
 				return reply{Class: difftest.InvalidCase, Msg: "nothing to launch (an empty batch): no time to measure"}
 			}
-			if _, err := wk.function(m, l.Entry); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.ready(m, req.Kernel, l); err != nil {
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			plans[b][c] = l
 		}
@@ -255,18 +228,20 @@ func (wk *worker) bench(req *request) reply {
 					return wk.fault("flushing the L2 (cuMemsetD8)", err)
 				}
 			}
-			fn, _ := wk.function(spec.Modules[b], l.Entry)
 			if err := d.EventRecord(start); err != nil {
 				return wk.fault("cuEventRecord", err)
 			}
-			if err := d.LaunchKernel(fn, l.Grid, l.Block, l.SharedMem, l.Args...); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.issue(spec.Modules[b], req.Kernel, l); err != nil {
+				if errors.Is(err, errDeclined) {
+					return reply{Class: difftest.Unavailable, Msg: err.Error(), Declined: true}
+				}
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			if err := d.EventRecord(stop); err != nil {
 				return wk.fault("cuEventRecord", err)
 			}
-			if err := d.EventSynchronize(stop); err != nil {
-				return wk.fault(l.Entry, err)
+			if err := wk.settle(stop); err != nil {
+				return wk.fault(wk.launchName(req.Kernel, l), err)
 			}
 			t, err := d.EventElapsed(start, stop)
 			if err != nil {

@@ -160,11 +160,7 @@ func TestWorkerBandwidth(t *testing.T) {
 
 // The Impl side over a worker process: TimeKernel and CopyBandwidth.
 func TestImplTimeKernel(t *testing.T) {
-	im, err := newImpl(5*time.Second, spawnTest("fake"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, 5*time.Second, "fake")
 	c := copyCase("timed", faultNone, 5000)
 	tm, err := im.TimeKernel(context.Background(), nil, c, bench.TimingOptions{Warmup: 1, Runs: 6, Cold: bench.ColdFlush})
 	if err != nil {

@@ -71,18 +71,14 @@ func TestOpenDevices(t *testing.T) {
 
 // A worker that dies and cannot start again reports its device lost.
 func TestRestartFailureIsLost(t *testing.T) {
-	im, err := newImpl(5*time.Second, spawnTest("fake"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, 5*time.Second, "fake")
 	c := copyCase("crash", faultCrash, 64)
 	if _, err := im.Run(t.Context(), nil, c, difftest.NewBuffers(c, difftest.PoisonA)); err == nil {
 		t.Fatal("a crash passed")
 	}
 	im.spawn = spawnTest("fake-nodevice") // the device is gone
 	ok := copyCase("after", faultNone, 64)
-	_, err = im.Run(t.Context(), nil, ok, difftest.NewBuffers(ok, difftest.PoisonA))
+	_, err := im.Run(t.Context(), nil, ok, difftest.NewBuffers(ok, difftest.PoisonA))
 	re, isRE := err.(*difftest.RunError)
 	if !isRE || !re.Lost || re.Class != difftest.Crash {
 		t.Errorf("restart on a lost device: %#v, want a Lost crash", err)

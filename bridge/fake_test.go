@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bytes"
-	"context"
 	_ "embed"
 	"encoding/binary"
 	"encoding/gob"
@@ -146,8 +145,21 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "real":
-		// The production worker command, with whatever driver this machine has.
-		os.Exit(Worker(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		// The production worker (what `difftest cuda-worker` serves), with
+		// whatever driver this machine has.
+		fs := flag.NewFlagSet(WorkerCommand, flag.ExitOnError)
+		var c WorkerConfig
+		c.Flags(fs)
+		_ = fs.Parse(os.Args[1:])
+		req, rep, err := OpenWorkerPipes()
+		if err == nil {
+			err = ServeWorker(req, rep, c)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "fake-by-fatbin":
 		// The production worker's flags; the fatbin's bytes pick a correct
 		// (any content) or buggy ("TOPK_BUG") fake topk kernel.

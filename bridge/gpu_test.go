@@ -19,11 +19,7 @@ import (
 )
 
 func TestGPUWorkerFaultsAndRestart(t *testing.T) {
-	im, err := newImpl(5*time.Second, spawnTest("ptx"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, 5*time.Second, "ptx")
 	t.Logf("device: %s", im.Device())
 	steps := []struct {
 		name  string

@@ -1,26 +1,21 @@
 package bridge
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
-// KD_LIBCUDA naming a FIFO: `run --impl cuda` and `info` used to hang in
-// dlopen; both now refuse it at once.
+// KD_LIBCUDA naming a FIFO: `run --impl cuda` used to hang in dlopen; it
+// now refuses it at once (`info`: cmd/difftest's TestInfoDriverFIFO).
 func TestDriverEnvFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "libcuda.so.1")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "libcuda.so.1"))
 	t.Setenv(DriverEnv, fifo)
 	done := make(chan struct{})
 	go func() {
@@ -29,11 +24,6 @@ func TestDriverEnvFIFO(t *testing.T) {
 		var re *difftest.RunError
 		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "KD_LIBCUDA: driver library "+fifo+" is a FIFO") {
 			t.Errorf("NewImpl: %v, want unavailable naming the FIFO", err)
-		}
-		var out, errb bytes.Buffer
-		Info(context.Background(), nil, &out, &errb)
-		if !strings.Contains(out.String()+errb.String(), "is a FIFO, not a shared library file") {
-			t.Errorf("info: stdout %q stderr %q, want the FIFO named", out.String(), errb.String())
 		}
 	}()
 	select {
@@ -52,10 +42,7 @@ func TestBaselineFatbinBounded(t *testing.T) {
 	if err := os.WriteFile(main, []byte("not a module"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "base.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "base.fifo"))
 	sparse := filepath.Join(dir, "sparse.fatbin")
 	f, err := os.Create(sparse)
 	if err != nil {

@@ -83,6 +83,9 @@ type Impl struct {
 	base     *baselineImpl
 	// count is the device count the first worker's hello reported.
 	count int
+	// adapters, over an adapter library (cudasrc), are the kernels it
+	// implements (the first worker's hello); nil over a fatbin.
+	adapters map[string]bool
 }
 
 // workerProc is one running worker.
@@ -101,8 +104,8 @@ type workerProc struct {
 // not a regular file (/dev/zero, a FIFO), is refused before it is read.
 const MaxFatbinBytes = 256 << 20
 
-// readFatbin reads the fatbin at path within MaxFatbinBytes.
-func readFatbin(path string) ([]byte, error) {
+// ReadFatbin reads the fatbin at path within MaxFatbinBytes.
+func ReadFatbin(path string) ([]byte, error) {
 	return difftest.ReadFileLimit(path, MaxFatbinBytes)
 }
 
@@ -124,9 +127,9 @@ const DefaultEmuDriver = "build/emu-driver/libcuda.so.1"
 // it is labelled emulated (difftest.PropEmulated).
 const EmulatorDevice = "kerneldiff host emulator"
 
-// driverPath is the library the `cuda` implementation's worker loads:
+// DriverPath is the library the `cuda` implementation's worker loads:
 // DriverEnv when set, else libcuda.so.1.
-func driverPath() string {
+func DriverPath() string {
 	if p := os.Getenv(DriverEnv); p != "" {
 		return p
 	}
@@ -151,10 +154,10 @@ func NewImpl(opts difftest.ImplOptions) (difftest.Impl, error) {
 	if len(opts.Devices) == 1 {
 		opts.Device = opts.Devices[0]
 	}
-	if err := cuda.CheckLibraryPath(driverPath()); err != nil {
+	if err := cuda.CheckLibraryPath(DriverPath()); err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: DriverEnv + ": " + err.Error()}
 	}
-	im, err := newDeviceImpl(opts, "cuda", driverPath())
+	im, err := newDeviceImpl(opts, "cuda", DriverPath())
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable && noDevice(re.Msg) {
@@ -222,7 +225,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: err.Error()}
 	}
-	fb, err := readFatbin(abs)
+	fb, err := ReadFatbin(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("no fatbin at %s (run `make kernels` or pass --fatbin)", fatbin)}
@@ -236,7 +239,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	var baseFB []byte
 	if opts.Baseline != "" {
 		if baseAbs, err = filepath.Abs(opts.Baseline); err == nil {
-			baseFB, err = readFatbin(baseAbs)
+			baseFB, err = ReadFatbin(baseAbs)
 		}
 		if err != nil {
 			return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf("baseline fatbin: %v", err)}
@@ -253,21 +256,11 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if err != nil {
 		return nil, &difftest.RunError{Class: difftest.Unavailable, Msg: "cannot find this program to start the GPU worker: " + err.Error()}
 	}
-	spawn := func() *exec.Cmd {
-		args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
-		if baseAbs != "" {
-			args = append(args, "--baseline", baseAbs)
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), workerEnv+"=1")
-		// A group of its own: a Ctrl-C at the terminal reaches difftest,
-		// which reports and closes the worker, not the worker mid-case
-		// (a spurious crash). It exits at the end of its requests (EOF),
-		// also when difftest is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
+	args := []string{WorkerCommand, "--fatbin", abs, "--device", strconv.Itoa(opts.Device), "--driver", lib}
+	if baseAbs != "" {
+		args = append(args, "--baseline", baseAbs)
 	}
-	im, rerr := newImpl(opts.Timeout, spawn, packers())
+	im, rerr := newImpl(opts.Timeout, workerSpawn(exe, args), packers())
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -284,6 +277,20 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 		im.props[difftest.PropEmulated] = "the kernels' CUDA source on the CPU emulator (" + lib + "), not a GPU"
 	}
 	return im, nil
+}
+
+// workerSpawn returns the command that starts a worker: this program
+// (exe) with args, in a process group of its own: a Ctrl-C at the
+// terminal reaches difftest, which reports and closes the worker, not the
+// worker mid-case (a spurious crash). It exits at the end of its requests
+// (EOF), also when difftest is killed.
+func workerSpawn(exe string, args []string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
 }
 
 // newImpl builds the implementation over any worker command (tests start
@@ -385,6 +392,12 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 			im.device = r.Device
 			im.props = r.Props
 			im.count = r.DeviceCount
+			if r.Adapters != nil {
+				im.adapters = map[string]bool{}
+				for _, k := range r.Adapters {
+					im.adapters[k] = true
+				}
+			}
 		}
 		im.w = w
 		return nil
@@ -502,7 +515,7 @@ func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duratio
 			im.retire(w)
 		}
 		if r.Class != difftest.Pass {
-			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg}
+			return reply{}, &difftest.RunError{Class: r.Class, Msg: r.Msg, Skip: r.Declined}
 		}
 		return r, nil
 	case <-timer.C:
@@ -528,11 +541,20 @@ func replyClass(r reply) string {
 // kills it if it does not within the exit grace (ExitGraceEnv).
 func (im *Impl) retire(w *workerProc) {
 	im.w = nil
+	im.end(w)
+}
+
+// end closes w's requests (its end of requests) and waits for it to
+// exit; it kills w and returns false when it does not within the exit
+// grace (ExitGraceEnv).
+func (im *Impl) end(w *workerProc) bool {
 	w.reqW.Close()
 	select {
 	case <-w.done:
+		return true
 	case <-time.After(im.exitGrace):
 		w.kill()
+		return false
 	}
 }
 
@@ -543,6 +565,10 @@ func (im *Impl) request(c *difftest.Case, outs []*difftest.Buffer) (*request, er
 	pack, ok := im.packers[c.Kernel]
 	if !ok {
 		return nil, &difftest.RunError{Class: difftest.LaunchError, Msg: fmt.Sprintf("no CUDA launcher for kernel %q", c.Kernel)}
+	}
+	if im.adapters != nil && !im.adapters[c.Kernel] {
+		return nil, &difftest.RunError{Class: difftest.Unavailable, Skip: true,
+			Msg: fmt.Sprintf("the adapter defines %s, not %s", adapterList(im.adapters), adapterFunc(c.Kernel))}
 	}
 	params, err := json.Marshal(c.Params)
 	if err != nil {
@@ -575,11 +601,7 @@ func (im *Impl) Close() error {
 	}
 	w := im.w
 	im.w = nil
-	w.reqW.Close()
-	select {
-	case <-w.done:
-	case <-time.After(im.exitGrace):
-		w.kill()
+	if !im.end(w) {
 		return errors.New("GPU worker did not exit; killed")
 	}
 	var ee *exec.ExitError

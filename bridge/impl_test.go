@@ -23,6 +23,18 @@ func spawnTest(mode string, args ...string) func() *exec.Cmd {
 	}
 }
 
+// testImpl starts the cuda implementation with the test launchers on a
+// worker in the given mode (spawnTest), closed when t ends.
+func testImpl(t *testing.T, timeout time.Duration, mode string) *Impl {
+	t.Helper()
+	im, err := newImpl(timeout, spawnTest(mode), testPackers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { im.Close() })
+	return im
+}
+
 // copyCase is a test_copy case of n bytes whose first byte selects a fault.
 func copyCase(id string, fault byte, n int) *difftest.Case {
 	x := difftest.MustTensor("x", difftest.U8, n)
@@ -58,11 +70,7 @@ func checkCopy(t *testing.T, c *difftest.Case, b *difftest.Buffer, p difftest.Po
 // failure each fail their own case with their class, the worker is
 // replaced, and the next case passes.
 func TestWorkerFaultsAndRestart(t *testing.T) {
-	im, err := newImpl(2*time.Second, spawnTest("fake"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, 2*time.Second, "fake")
 	if !strings.Contains(im.Device(), "Fake GPU (sm_90") {
 		t.Errorf("Device() = %q", im.Device())
 	}
@@ -135,15 +143,11 @@ func TestWorkerFaultsAndRestart(t *testing.T) {
 // A context deadline (the harness's per-case time-out) kills the worker
 // even when the implementation's own time-out is longer.
 func TestContextDeadline(t *testing.T) {
-	im, err := newImpl(time.Minute, spawnTest("fake"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, time.Minute, "fake")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	c := copyCase("hang", faultHang, 64)
-	_, err = im.Run(ctx, nil, c, difftest.NewBuffers(c, difftest.PoisonB))
+	_, err := im.Run(ctx, nil, c, difftest.NewBuffers(c, difftest.PoisonB))
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Timeout {
 		t.Fatalf("got %v, want a timeout", err)
@@ -159,14 +163,10 @@ func TestContextDeadline(t *testing.T) {
 // Cases the launcher rejects fail before any device work, as invalid
 // input naming the tensor and the rule, and keep the worker.
 func TestInvalidCaseBeforeLaunch(t *testing.T) {
-	im, err := newImpl(time.Minute, spawnTest("fake"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, time.Minute, "fake")
 	c := copyCase("short y", faultNone, 16)
 	c.Outputs[0].Shape = []int{15}
-	_, err = im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
+	_, err := im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.InvalidCase || !strings.Contains(re.Msg, "y: dimension 0 is 15, must equal n = 16") {
 		t.Fatalf("got %v", err)
@@ -244,13 +244,9 @@ func TestRealWorkerWithoutDriver(t *testing.T) {
 // a fresh one. (Taking the error at its word would pin the failure on
 // the wrong case and keep a worker whose stream is out of step.)
 func TestMisnumberedReply(t *testing.T) {
-	im, err := newImpl(time.Minute, spawnTest("fake-misnumbered"), testPackers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	im := testImpl(t, time.Minute, "fake-misnumbered")
 	c := copyCase("misnumbered", faultNone, 64)
-	_, err = im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
+	_, err := im.Run(context.Background(), nil, c, difftest.NewBuffers(c, difftest.PoisonA))
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Crash || !strings.Contains(re.Msg, "protocol error: reply 2 (launch-error)") {
 		t.Fatalf("got %v, want a crash: protocol error naming reply 2", err)

@@ -101,3 +101,39 @@ func TestLaunchersAreRegisteredKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestAdapterHeaderMatchesLaunchers checks the bring-your-own interface
+// against the launch table: kernels/kd_adapter.h (generated) lists one
+// X(contract, params struct) per launcher, the struct the launcher packs,
+// and declares kd_adapter_<contract> taking it, the symbol the worker
+// looks up (adapterFunc).
+func TestAdapterHeaderMatchesLaunchers(t *testing.T) {
+	b, err := os.ReadFile("../kernels/kd_adapter.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := string(b)
+	_, list, ok := strings.Cut(h, "#define KD_ADAPTER_KERNELS(X)")
+	if !ok {
+		t.Fatal("kernels/kd_adapter.h has no KD_ADAPTER_KERNELS(X)")
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	var got []string
+	for _, l := range strings.Split(list, "\n") {
+		if x, ok := strings.CutPrefix(strings.TrimSpace(strings.TrimSuffix(l, "\\")), "X("); ok {
+			got = append(got, strings.TrimSuffix(strings.TrimSpace(x), ")"))
+		}
+	}
+	var want []string
+	for _, n := range launcherNames() {
+		l := launchers[n]
+		want = append(want, n+", "+l.Struct)
+		decl := "KD_ADAPTER_API int " + adapterFunc(n) + "(const " + l.Struct + " *p, cudaStream_t stream);"
+		if !strings.Contains(h, decl) {
+			t.Errorf("kernels/kd_adapter.h lacks %q", decl)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("KD_ADAPTER_KERNELS lists %q, the launchers %q", got, want)
+	}
+}

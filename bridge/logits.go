@@ -122,25 +122,12 @@ func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if nextN < 1 || nextN > int(C.kd_logits_max_next_n) {
 		return launch{}, difftest.Inputf("next_n", nil, "the CUDA kernel takes 1 to %d rows per request (KD_LOGITS_MAX_NEXT_N), got %d", int(C.kd_logits_max_next_n), nextN)
 	}
-	qType, qHead, pageBytes := difftest.U8, 128, 132*p.PageSize
-	switch p.Store {
-	case "bf16":
-		qType, pageBytes = difftest.BF16, 256*p.PageSize
-	case "fp4":
-		qHead, pageBytes = 68, 68*p.PageSize
+	qType, qHead, pageBytes := p.QDType(), p.QHeadElems(), p.PageBytes()
+	if p.PageStride != 0 && (p.PageStride < pageBytes || p.PageStride%4 != 0) {
+		return launch{}, difftest.Inputf("page_stride", nil, "must be a multiple of 4 ≥ the tight page bytes %d for store %s and P, got %d", pageBytes, p.Store, p.PageStride)
 	}
-	pitch := pageBytes
-	if p.PageStride != 0 {
-		if p.PageStride < pageBytes || p.PageStride%4 != 0 {
-			return launch{}, difftest.Inputf("page_stride", nil, "must be a multiple of 4 ≥ the tight page bytes %d for store %s and P, got %d", pageBytes, p.Store, p.PageStride)
-		}
-		pitch = p.PageStride
-	}
-	outType := difftest.F32
-	if bf16Out == 1 {
-		outType = difftest.BF16
-	}
-	logits, err := need(ts, "logits", outType, 2)
+	pitch := p.Pitch()
+	logits, err := need(ts, "logits", p.OutDType(), 2)
 	if err != nil {
 		return launch{}, err
 	}

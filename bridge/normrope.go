@@ -152,14 +152,7 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 	if err != nil {
 		return launch{}, err
 	}
-	pageBytes := 132 * p.PageSize
-	switch p.Store {
-	case "bf16":
-		pageBytes = 256 * p.PageSize
-	case "fp4":
-		pageBytes = 68 * p.PageSize
-	}
-	cache, err := need(ts, "cache", difftest.U8, 2, axis{1, pageBytes, "page bytes for store " + p.Store + " and P"})
+	cache, err := need(ts, "cache", difftest.U8, 2, axis{1, p.PageBytes(), "page bytes for store " + p.Store + " and P"})
 	if err != nil {
 		return launch{}, err
 	}

@@ -93,6 +93,12 @@ type reply struct {
 	// DeviceCount (hello only): the devices the driver reports, for
 	// --device all.
 	DeviceCount int
+	// Adapters (hello only, over an adapter library): the contracts whose
+	// kd_adapter_<contract> the library defines, sorted.
+	Adapters []string
+	// Declined: the adapter declined the case (KD_ADAPTER_UNSUPPORTED);
+	// Class is then unavailable and the case is not tested.
+	Declined bool
 	// Bench and Bandwidth answer those requests.
 	Bench     *benchReply
 	Bandwidth *bandwidthReply

@@ -1,4 +1,5 @@
-// `difftest gpu-selftest`: the selftest of docs/mutants.md on the device.
+// The selftest of docs/mutants.md on the device (`difftest gpu-selftest`,
+// whose command line is cmd/difftest's).
 // Each fault build of kernels/faults.txt (the kernels compiled with
 // -DKD_FAULT_<NAME>, by scripts/build-kernels --faults) runs through the
 // cuda implementation on its kernel's cases of the suite, and must fail
@@ -16,11 +17,7 @@ package bridge
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,15 +25,13 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
-	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// faultBuild is one line of kernels/faults.txt. Suite, from the optional
+// FaultBuild is one line of kernels/faults.txt. Suite, from the optional
 // fifth column, names the suite whose cases can catch the build when the
 // default suite cannot ("large": a cache beyond 2 GiB); empty for the rest.
-type faultBuild struct {
+type FaultBuild struct {
 	Name, Mutant, Kernel, Fault, Suite string
 }
 
@@ -45,16 +40,16 @@ type faultBuild struct {
 // can catch.
 const LargeSuite = "large"
 
-// readFaultList parses the fault list: NAME<TAB>mutant<TAB>kernel<TAB>what
+// ReadFaultList parses the fault list: NAME<TAB>mutant<TAB>kernel<TAB>what
 // with an optional fifth column <TAB>suite, '#' comments and blank lines
 // skipped. Errors name the line.
-func readFaultList(path string) ([]faultBuild, error) {
+func ReadFaultList(path string) ([]FaultBuild, error) {
 	f, _, err := difftest.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []faultBuild
+	var out []FaultBuild
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
@@ -65,7 +60,7 @@ func readFaultList(path string) ([]faultBuild, error) {
 		if len(cols) < 4 || cols[0] == "" || cols[2] == "" {
 			return nil, fmt.Errorf("%s:%d: want NAME<TAB>mutant<TAB>kernel<TAB>description, got %q", path, n, line)
 		}
-		b := faultBuild{Name: cols[0], Mutant: cols[1], Kernel: cols[2], Fault: cols[3]}
+		b := FaultBuild{Name: cols[0], Mutant: cols[1], Kernel: cols[2], Fault: cols[3]}
 		if len(cols) > 4 {
 			b.Suite = cols[4]
 		}
@@ -110,81 +105,57 @@ func (l *lazyImpl) Close() error {
 	return err
 }
 
-// GPUSelftest is `difftest gpu-selftest` (cmd/difftest registers it):
-// it returns the exit code, 0 when every fault build was caught (and,
-// with --reference, the real build passed), 1 when one was not, 2 on a
-// usage error or a malformed fault list, 125 when nothing could be tested
-// (a missing fault build, no usable device).
-func GPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("difftest gpu-selftest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	suiteName := fs.String("suite", "default", "suite `NAME|FILE|DIR`: an embedded suite (see difftest list suites), a TOML file, or a folder of capture files")
-	seed := fs.Uint64("seed", 1, "suite seed")
-	fatbin := fs.String("fatbin", DefaultFatbin, "the real build, relative to the working directory; its folder's faults/ holds the fault builds")
-	faultsDir := fs.String("faults", "", "folder of the fault builds NAME.fatbin (default: faults/ next to --fatbin)")
-	list := fs.String("list", "", "fault list (default: faults.txt next to --fatbin, else kernels/faults.txt)")
-	reference := fs.Bool("reference", false, "also run the real build, which must pass every case")
-	device := fs.Int("device", 0, "CUDA device ordinal")
-	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run on one case")
-	parallel := fs.Int("parallel", 4, "fault builds run at once (one worker process each)")
-	jsonOut := fs.String("json", "", "also write the rows as JSON to `FILE`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return difftest.ExitPass
-		}
-		return difftest.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gpu-selftest: unexpected argument %q\n", fs.Arg(0))
-		return difftest.ExitUsage
-	}
-	dir := *faultsDir
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(*fatbin), "faults")
-	}
-	lst := *list
-	if lst == "" {
-		lst = filepath.Join(filepath.Dir(*fatbin), "faults.txt")
-		if _, err := os.Stat(lst); err != nil {
-			lst = filepath.Join("kernels", "faults.txt")
-		}
-	}
-	builds, err := readFaultList(lst)
-	if err != nil {
-		fmt.Fprintln(stderr, "gpu-selftest:", err)
-		return difftest.ExitUsage
-	}
-	st, err := suite.Resolve(*suiteName, fixtures.Suites())
-	if err != nil {
-		fmt.Fprintln(stderr, "gpu-selftest:", err)
-		return difftest.ExitUsage
-	}
+// GPUSelftestConfig is a selftest of fault builds on the device
+// (`difftest gpu-selftest`).
+type GPUSelftestConfig struct {
+	Suite *difftest.Suite // the cases (suite.Resolve)
+	// Large says Suite is the large suite (LargeSuite): then only the
+	// builds whose fault list line names it run, else only the others.
+	Large     bool
+	Seed      uint64
+	Fatbin    string       // the real build (run with Reference)
+	Builds    []FaultBuild // the fault list (ReadFaultList)
+	FaultsDir string       // the folder of the fault builds NAME.fatbin
+	Reference bool         // also run the real build, which must pass every case
+	Device    int
+	Timeout   time.Duration // per run on one case
+	Parallel  int           // fault builds run at once (one worker process each)
+}
+
+// GPUSelftest runs each fault build of c.Builds but the sanitizer
+// controls (mutant "-") through the cuda implementation on its kernel's
+// cases of c.Suite, one worker per build started at its first case, and
+// returns the selftest's rows and whether every build was caught (and,
+// with c.Reference, the real build passed). Errors, when nothing could be
+// tested: a fault build missing from c.FaultsDir, the selftest's own (a
+// *difftest.RunError of class Unavailable when no device can run the
+// kernels).
+func GPUSelftest(ctx context.Context, c GPUSelftestConfig) ([]triage.SelftestRow, bool, error) {
 	var subjects []triage.SelftestSubject
 	var impls []*lazyImpl
 	add := func(kernel, name, fault, path string) {
-		l := &lazyImpl{opts: difftest.ImplOptions{Fatbin: path, Device: *device, Timeout: *timeout}}
+		l := &lazyImpl{opts: difftest.ImplOptions{Fatbin: path, Device: c.Device, Timeout: c.Timeout}}
 		impls = append(impls, l)
 		subjects = append(subjects, triage.SelftestSubject{Kernel: kernel, Name: name, Fault: fault, Impl: l})
 	}
-	if *reference {
+	if c.Reference {
 		for _, k := range difftest.Kernels() {
-			add(k.Name(), "reference", "", *fatbin)
+			add(k.Name(), "reference", "", c.Fatbin)
 		}
 	}
-	for _, b := range builds {
+	for _, b := range c.Builds {
 		if b.Mutant == "-" { // a sanitizer control
 			continue
 		}
 		// A build the default suite cannot catch (faults.txt's fifth
 		// column: large) runs with the large suite only, and the large
 		// suite runs only those.
-		if (b.Suite == LargeSuite) != (*suiteName == LargeSuite) {
+		if (b.Suite == LargeSuite) != c.Large {
 			continue
 		}
-		path := filepath.Join(dir, b.Name+".fatbin")
+		path := filepath.Join(c.FaultsDir, b.Name+".fatbin")
 		if _, err := os.Stat(path); err != nil {
-			fmt.Fprintf(stderr, "gpu-selftest: fault build %s missing: %v (scripts/build-kernels BUILD --faults)\n", b.Name, err)
-			return difftest.ExitUntestable
+			return nil, false, fmt.Errorf("fault build %s missing: %v (scripts/build-kernels BUILD --faults)", b.Name, err)
 		}
 		add(b.Kernel, b.Name, b.Fault, path)
 	}
@@ -193,30 +164,7 @@ func GPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			l.Close()
 		}
 	}()
-	rows, ok, err := triage.Selftest(ctx, triage.SelftestConfig{
-		Suite: st, Seed: *seed, Timeout: *timeout, Parallel: *parallel, Subjects: subjects,
+	return triage.Selftest(ctx, triage.SelftestConfig{
+		Suite: c.Suite, Seed: c.Seed, Timeout: c.Timeout, Parallel: c.Parallel, Subjects: subjects,
 	})
-	if err != nil {
-		var re *difftest.RunError
-		if errors.As(err, &re) && re.Class == difftest.Unavailable {
-			fmt.Fprintf(stderr, "gpu-selftest: cuda unavailable: %s\n", difftest.SafeLine(re.Msg))
-		} else {
-			fmt.Fprintln(stderr, "gpu-selftest:", err)
-		}
-		return difftest.ExitUntestable
-	}
-	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(rows, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
-			fmt.Fprintln(stderr, "gpu-selftest:", err)
-			return difftest.ExitUntestable
-		}
-	}
-	if err := triage.WriteSelftestTable(stdout, rows, ok); err != nil {
-		return difftest.ExitUntestable
-	}
-	if !ok {
-		return difftest.ExitFail
-	}
-	return difftest.ExitPass
 }

@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/difftest/triage"
+	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
 // kernels/faults.txt and the Go mutant catalog (docs/mutants.md and docs/contracts/indexer_logits.md)
@@ -17,7 +21,7 @@ import (
 // KD_FAULT_ macro, and exactly the builds of the mutants only the large
 // suite catches (a kernel's LargeMutants, logits.LargeMutants) say so in the fifth column.
 func TestFaultListCoversCatalog(t *testing.T) {
-	builds, err := readFaultList(filepath.Join("..", "kernels", "faults.txt"))
+	builds, err := ReadFaultList(filepath.Join("..", "kernels", "faults.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +108,12 @@ func TestFaultListCoversCatalog(t *testing.T) {
 	}
 }
 
-// gpu-selftest over fault builds on the fake device: a build whose kernel
+// The selftest of fault builds on the fake device: a build whose kernel
 // is wrong is caught, one that is right is reported as not caught,
 // sanitizer controls (RACE_*, MEM_*) are left to compute-sanitizer, and a
-// missing build means nothing could be tested.
-func TestGPUSelftestCommand(t *testing.T) {
+// missing build means nothing could be tested. (`difftest gpu-selftest`'s
+// exit codes: cmd/difftest's TestGPUSelftestExitCodes.)
+func TestGPUSelftest(t *testing.T) {
 	t.Setenv(envWorker, "fake-by-fatbin") // workers are this test binary, serving a fake topk
 	dir := t.TempDir()
 	write := func(name, content string) {
@@ -128,34 +133,70 @@ func TestGPUSelftestCommand(t *testing.T) {
 	caught := "TOPK_OFF_BY_ONE\ttopk-page-row0\ttopk_transform\tfirst slot of each row off by one\n"
 	race := "RACE_MISSING_BARRIER\t-\ttopk_transform\tmissing barrier\n"
 	mem := "MEM_OOB_READ\t-\ttopk_transform\tstray read (no fatbin: a sanitizer control is not run)\n"
+	quick, err := suite.Resolve("quick", fixtures.Suites())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		list  string
-		code  int
+		ok    bool
+		err   string
 		table []string
 	}{
-		{"every build caught", header + caught + race + mem, 0, []string{"TOPK_OFF_BY_ONE", "yes", "mismatch"}},
-		{"a build not caught", header + caught + "TOPK_HARMLESS\ttopk-tie-hole\ttopk_transform\tnothing\n", 1, []string{"TOPK_HARMLESS", "NO"}},
-		{"a build missing", header + "TOPK_ABSENT\ttopk-past-length\ttopk_transform\tnever built\n", 125, nil},
-		{"a malformed list", "TOPK_OFF_BY_ONE topk_transform\n", 2, nil},
+		{"every build caught", header + caught + race + mem, true, "", []string{"TOPK_OFF_BY_ONE", "yes", "mismatch"}},
+		{"a build not caught", header + caught + "TOPK_HARMLESS\ttopk-tie-hole\ttopk_transform\tnothing\n", false, "", []string{"TOPK_HARMLESS", "NO"}},
+		{"a build missing", header + "TOPK_ABSENT\ttopk-past-length\ttopk_transform\tnever built\n", false, "fault build TOPK_ABSENT missing: ", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			write("faults.txt", tt.list)
-			var stdout, stderr strings.Builder
-			code := GPUSelftest(context.Background(), []string{"--suite", "quick", "--fatbin", filepath.Join(dir, "kernels.fatbin"), "--parallel", "2"}, &stdout, &stderr)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
+			builds, err := ReadFaultList(filepath.Join(dir, "faults.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, ok, err := GPUSelftest(context.Background(), GPUSelftestConfig{
+				Suite: quick, Seed: 1, Fatbin: filepath.Join(dir, "kernels.fatbin"), Builds: builds,
+				FaultsDir: filepath.Join(dir, "faults"), Timeout: 2 * time.Minute, Parallel: 2,
+			})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table strings.Builder
+			if err := triage.WriteSelftestTable(&table, rows, ok); err != nil {
+				t.Fatal(err)
+			}
+			if ok != tt.ok {
+				t.Fatalf("ok %v, want %v\n%s", ok, tt.ok, table.String())
 			}
 			for _, w := range tt.table {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("table lacks %q:\n%s", w, stdout.String())
+				if !strings.Contains(table.String(), w) {
+					t.Errorf("table lacks %q:\n%s", w, table.String())
 				}
 			}
-			if strings.Contains(stdout.String(), "RACE_") || strings.Contains(stdout.String(), "MEM_") {
-				t.Errorf("a sanitizer control ran:\n%s", stdout.String())
+			if strings.Contains(table.String(), "RACE_") || strings.Contains(table.String(), "MEM_") {
+				t.Errorf("a sanitizer control ran:\n%s", table.String())
 			}
-			t.Logf("\n%s%s", stdout.String(), stderr.String())
+			t.Logf("\n%s", table.String())
 		})
+	}
+}
+
+// A fault list line with fewer than four columns is refused with its line
+// number.
+func TestReadFaultListMalformed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "faults.txt")
+	if err := os.WriteFile(path, []byte("# comment\n\nTOPK_OFF_BY_ONE topk_transform\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadFaultList(path)
+	if want := path + ":3: want NAME<TAB>mutant<TAB>kernel<TAB>description, got \"TOPK_OFF_BY_ONE topk_transform\""; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
 	}
 }

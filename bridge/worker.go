@@ -19,7 +19,8 @@ import (
 )
 
 // worker holds one device context and the loaded fatbin (and the
-// baseline fatbin, module 1, when it was given one).
+// baseline fatbin, module 1, when it was given one), or instead of the
+// fatbin a bring-your-own adapter library (adapter.go).
 type worker struct {
 	drv     cuda.Driver
 	packers map[string]packer
@@ -27,8 +28,9 @@ type worker struct {
 	funcs   map[string]cuda.Function
 	base    *cuda.Module // the baseline fatbin's module, nil without one
 	bfuncs  map[string]cuda.Function
-	count   int // devices the driver reports
-	device  int // the ordinal opened
+	adapter *adapterLib // the adapter library, nil when a fatbin is loaded
+	count   int         // devices the driver reports
+	device  int         // the ordinal opened
 }
 
 // errSticky is returned by serve after it has replied with a sticky error.
@@ -45,19 +47,50 @@ func serve(r io.Reader, w io.Writer, drv cuda.Driver, fatbin []byte, device int,
 // serveBuilds is serve with a baseline fatbin loaded beside the fatbin
 // as module 1 (nil: none), for requests with Module 1 (bench.go).
 func serveBuilds(r io.Reader, w io.Writer, drv cuda.Driver, fatbin, baseline []byte, device int, packers map[string]packer) error {
+	return serveWorker(r, w, drv, packers, func(wk *worker) (string, map[string]string, error) {
+		desc, props, err := wk.open(fatbin, device)
+		if err == nil && baseline != nil {
+			err = wk.loadBaseline(desc, baseline)
+		}
+		return desc, props, err
+	})
+}
+
+// serveAdapter is serve over a bring-your-own adapter library (the shared
+// library at lib, docs/byo.md) instead of a fatbin: it opens device n,
+// then dlopens lib with the device's primary context current, so the
+// CUDA runtime in the library works in that context; its hello names the
+// kernels the library implements.
+func serveAdapter(r io.Reader, w io.Writer, drv cuda.Driver, lib string, device int, packers map[string]packer) error {
+	return serveWorker(r, w, drv, packers, func(wk *worker) (string, map[string]string, error) {
+		desc, props, err := wk.open(nil, device)
+		if err != nil {
+			return "", nil, err
+		}
+		if wk.adapter, err = openAdapter(lib); err != nil {
+			return "", nil, err
+		}
+		return desc, props, nil
+	})
+}
+
+// serveWorker runs the worker protocol over the device and builds that
+// open sets up (see serve).
+func serveWorker(r io.Reader, w io.Writer, drv cuda.Driver, packers map[string]packer, open func(*worker) (string, map[string]string, error)) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	enc := gob.NewEncoder(w)
 	wk := &worker{drv: drv, packers: packers, funcs: map[string]cuda.Function{}, bfuncs: map[string]cuda.Function{}}
-	desc, props, err := wk.open(fatbin, device)
-	if err == nil && baseline != nil {
-		err = wk.loadBaseline(desc, baseline)
-	}
+	desc, props, err := open(wk)
 	if err != nil {
 		_ = enc.Encode(reply{Class: difftest.Unavailable, Msg: err.Error()})
 		return err
 	}
-	if err := enc.Encode(reply{Device: desc, Props: props, DeviceCount: wk.count}); err != nil {
+	hello := reply{Device: desc, Props: props, DeviceCount: wk.count}
+	if wk.adapter != nil {
+		hello.Adapters = wk.adapter.kernels()
+	}
+	if err := enc.Encode(hello); err != nil {
 		return err
 	}
 	dec := gob.NewDecoder(r)
@@ -81,7 +114,8 @@ func serveBuilds(r io.Reader, w io.Writer, drv cuda.Driver, fatbin, baseline []b
 }
 
 // open initialises the driver, makes device n's primary context current
-// and loads the fatbin. Every failure here means nothing can be tested.
+// and loads the fatbin (none when fatbin is nil: an adapter library runs
+// the kernels). Every failure here means nothing can be tested.
 func (wk *worker) open(fatbin []byte, n int) (string, map[string]string, error) {
 	desc, err := wk.openDevice(fatbin, n)
 	if err != nil {
@@ -137,6 +171,9 @@ func (wk *worker) openDevice(fatbin []byte, n int) (string, error) {
 	}
 	if err := d.CtxSetCurrent(ctx); err != nil {
 		return "", err
+	}
+	if fatbin == nil {
+		return desc, nil
 	}
 	mod, err := d.ModuleLoadData(fatbin)
 	if err != nil {
@@ -218,29 +255,14 @@ func (wk *worker) run(req *request) reply {
 	if _, err := pack(req.Params, ts); err != nil {
 		return reply{Class: difftest.InvalidCase, Msg: err.Error()}
 	}
-	var ptrs []cuda.DevicePtr
-	defer func() {
-		for _, p := range ptrs {
-			_ = wk.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
-		}
-	}()
+	mem := &devMem{drv: wk.drv}
+	defer mem.free()
 	fault := wk.fault
-	alloc := func(b []byte) (cuda.DevicePtr, error) {
-		if len(b) == 0 {
-			return 0, nil
-		}
-		p, err := wk.drv.MemAlloc(uint64(len(b)))
-		if err != nil {
-			return 0, err
-		}
-		ptrs = append(ptrs, p)
-		return p, wk.drv.MemcpyHtoD(p, b)
-	}
 	for _, t := range req.Inputs {
 		if _, isOut := outputIndex(req.Outputs, t.Name); isOut {
 			continue // an in/out tensor (the cache) travels as an output
 		}
-		p, err := alloc(t.Data)
+		p, err := mem.upload(t.Data)
 		if err != nil {
 			return fault("copying input "+t.Name+" to the device", err)
 		}
@@ -251,19 +273,12 @@ func (wk *worker) run(req *request) reply {
 		if o.Guard < 0 || o.Guard > len(o.Full) {
 			return reply{Class: difftest.LaunchError, Msg: fmt.Sprintf("output %s: guard %d outside its %d-byte buffer", o.Name, o.Guard, len(o.Full))}
 		}
-		p, err := alloc(o.Full)
+		p, err := mem.upload(o.Full)
 		if err != nil {
 			return fault("copying output "+o.Name+" (with guards) to the device", err)
 		}
 		base[i] = p
-		// The kernel sees base + Guard: cuMemAlloc returns 256-byte aligned
-		// memory and the harness's guard (difftest.GuardBytes, 4096) keeps
-		// that alignment.
-		ptr := p
-		if p != 0 && o.Guard < len(o.Full) {
-			ptr = p + cuda.DevicePtr(o.Guard)
-		}
-		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: ptr}
+		ts[o.Name] = devTensor{DType: o.DType, Shape: o.Shape, Ptr: guarded(p, o)}
 	}
 	l, err := pack(req.Params, ts)
 	if err != nil {
@@ -271,9 +286,12 @@ func (wk *worker) run(req *request) reply {
 	}
 	rep := reply{Outputs: make([][]byte, len(req.Outputs))}
 	if l.Grid.X != 0 {
-		t, err := wk.launch(req.Module, l)
+		t, err := wk.launch(req.Module, req.Kernel, l)
+		if errors.Is(err, errDeclined) {
+			return reply{Class: difftest.Unavailable, Msg: err.Error(), Declined: true}
+		}
 		if err != nil {
-			return fault(l.Entry, err)
+			return fault(wk.launchName(req.Kernel, l), err)
 		}
 		rep.KernelNanos = t.Nanoseconds()
 	}
@@ -284,6 +302,56 @@ func (wk *worker) run(req *request) reply {
 		}
 	}
 	return rep
+}
+
+// devMem is the device memory of one request: free releases every
+// allocation, after the reply is built.
+type devMem struct {
+	drv  cuda.Driver
+	ptrs []cuda.DevicePtr
+}
+
+// alloc allocates n bytes, freed by free.
+func (m *devMem) alloc(n int64) (cuda.DevicePtr, error) {
+	p, err := m.drv.MemAlloc(uint64(n))
+	if err != nil {
+		return 0, err
+	}
+	m.ptrs = append(m.ptrs, p)
+	return p, nil
+}
+
+// upload copies b into a new allocation and returns it; an empty b
+// allocates nothing and is pointer 0.
+func (m *devMem) upload(b []byte) (cuda.DevicePtr, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p, err := m.alloc(int64(len(b)))
+	if err != nil {
+		return 0, err
+	}
+	return p, m.drv.MemcpyHtoD(p, b)
+}
+
+// free releases every allocation.
+func (m *devMem) free() {
+	for _, p := range m.ptrs {
+		_ = m.drv.MemFree(p) // after a sticky error these fail; the process exits anyway
+	}
+	m.ptrs = nil
+}
+
+// guarded is the pointer the kernel is given for output o whose whole
+// buffer (guard, output, guard) was uploaded at base: base + Guard.
+// cuMemAlloc returns 256-byte aligned memory and the harness's guard
+// (difftest.GuardBytes, 4096) keeps that alignment. An output with no
+// buffer (base 0) stays 0.
+func guarded(base cuda.DevicePtr, o wireOutput) cuda.DevicePtr {
+	if base != 0 && o.Guard < len(o.Full) {
+		return base + cuda.DevicePtr(o.Guard)
+	}
+	return base
 }
 
 func outputIndex(outs []wireOutput, name string) (int, bool) {
@@ -328,13 +396,13 @@ func (wk *worker) function(module int, entry string) (cuda.Function, error) {
 	return fn, nil
 }
 
-// launch runs l of build module between two events and returns the
-// device time. Errors of the kernel itself surface at the event
-// synchronisation.
-func (wk *worker) launch(module int, l launch) (time.Duration, error) {
+// launch runs l of build module (kernel's case) between two events and
+// returns the device time. Errors of the kernel itself surface at the
+// event synchronisation (with an adapter library, also at its own
+// synchronisation); an adapter's declining is errDeclined.
+func (wk *worker) launch(module int, kernel string, l launch) (time.Duration, error) {
 	d := wk.drv
-	fn, err := wk.function(module, l.Entry)
-	if err != nil {
+	if err := wk.ready(module, kernel, l); err != nil {
 		return 0, err
 	}
 	start, stop, release, err := eventPair(d)
@@ -345,14 +413,61 @@ func (wk *worker) launch(module int, l launch) (time.Duration, error) {
 	if err := d.EventRecord(start); err != nil {
 		return 0, err
 	}
-	if err := d.LaunchKernel(fn, l.Grid, l.Block, l.SharedMem, l.Args...); err != nil {
+	if err := wk.issue(module, kernel, l); err != nil {
 		return 0, err
 	}
 	if err := d.EventRecord(stop); err != nil {
 		return 0, err
 	}
-	if err := d.EventSynchronize(stop); err != nil {
+	if err := wk.settle(stop); err != nil {
 		return 0, err
 	}
 	return d.EventElapsed(start, stop)
+}
+
+// launchName names what launch runs, for messages: the fatbin's entry
+// point, or the adapter's function.
+func (wk *worker) launchName(kernel string, l launch) string {
+	if wk.adapter != nil {
+		return adapterFunc(kernel)
+	}
+	return l.Entry
+}
+
+// ready checks that launch l of build module can be issued: the fatbin's
+// entry point exists, or the adapter library defines kernel's function.
+func (wk *worker) ready(module int, kernel string, l launch) error {
+	if wk.adapter != nil {
+		if _, ok := wk.adapter.fns[kernel]; !ok {
+			return fmt.Errorf("the adapter library defines no %s", adapterFunc(kernel))
+		}
+		return nil
+	}
+	_, err := wk.function(module, l.Entry)
+	return err
+}
+
+// issue starts l on the null stream: cuLaunchKernel of the fatbin's entry
+// point with the packed struct, or the adapter's function with it.
+func (wk *worker) issue(module int, kernel string, l launch) error {
+	if wk.adapter != nil {
+		return wk.adapter.call(kernel, l.Args[0])
+	}
+	fn, err := wk.function(module, l.Entry)
+	if err != nil {
+		return err
+	}
+	return wk.drv.LaunchKernel(fn, l.Grid, l.Block, l.SharedMem, l.Args...)
+}
+
+// settle waits for event stop, recorded after the launch, and with an
+// adapter library for the library's own work (kd_adapter_synchronize).
+func (wk *worker) settle(stop cuda.Event) error {
+	if err := wk.drv.EventSynchronize(stop); err != nil {
+		return err
+	}
+	if wk.adapter != nil {
+		return wk.adapter.synchronize()
+	}
+	return nil
 }

@@ -112,21 +112,16 @@ func describeNVML(info *DeviceInfo) error {
 	} else {
 		note("memory", r)
 	}
-	if c, r := dev.GetClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
-		info.SMClockMHz = int(c)
-	} else {
-		note("sm clock", r)
+	clock := func(what string, mhz *int, get func(nvml.ClockType) (uint32, nvml.Return), which nvml.ClockType) {
+		if c, r := get(which); r == nvml.SUCCESS {
+			*mhz = int(c)
+		} else {
+			note(what, r)
+		}
 	}
-	if c, r := dev.GetMaxClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
-		info.SMClockMaxMHz = int(c)
-	} else {
-		note("max sm clock", r)
-	}
-	if c, r := dev.GetClockInfo(nvml.CLOCK_MEM); r == nvml.SUCCESS {
-		info.MemClockMHz = int(c)
-	} else {
-		note("memory clock", r)
-	}
+	clock("sm clock", &info.SMClockMHz, dev.GetClockInfo, nvml.CLOCK_SM)
+	clock("max sm clock", &info.SMClockMaxMHz, dev.GetMaxClockInfo, nvml.CLOCK_SM)
+	clock("memory clock", &info.MemClockMHz, dev.GetClockInfo, nvml.CLOCK_MEM)
 	cur, pend, r := dev.GetEccMode()
 	switch r {
 	case nvml.SUCCESS:

@@ -4,19 +4,17 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // KD_LIBCUDA naming a FIFO used to hang dlopen forever: it is refused by
 // its type, at once, as a missing driver.
 func TestOpenLibraryRefusesSpecialFiles(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "libcuda.so.1")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "libcuda.so.1"))
 	for path, kind := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device", dir: "a folder"} {
 		done := make(chan error, 1)
 		go func() {

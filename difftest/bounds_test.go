@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +61,7 @@ func hostileFiles(t *testing.T, dir string) []struct {
 		want []string
 	}{
 		{"/dev/zero", func(p string) { must(t, os.Symlink("/dev/zero", p)) }, []string{"must be a regular file", "not a regular file (a character device)"}},
-		{"FIFO", func(p string) { must(t, syscall.Mkfifo(p, 0o644)) }, []string{"not a regular file (a FIFO)"}},
+		{"FIFO", func(p string) { boundtest.FIFO(t, p) }, []string{"not a regular file (a FIFO)"}},
 		{"folder", func(p string) { must(t, os.Mkdir(p, 0o755)) }, []string{"not a regular file (a folder)"}},
 		{"sparse 64 GiB of zeros", func(p string) {
 			must(t, os.WriteFile(p, nil, 0o644))
@@ -255,8 +254,7 @@ func TestExecOutputBounded(t *testing.T) {
 // a link to a regular file is followed.
 func TestOpenRegular(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	must(t, syscall.Mkfifo(fifo, 0o644))
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
 	regular := filepath.Join(dir, "r")
 	must(t, os.WriteFile(regular, []byte("12345"), 0o644))
 	link := filepath.Join(dir, "link")

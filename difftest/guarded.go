@@ -10,11 +10,12 @@ package difftest
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 )
 
 // CheckOutputPath reports why path, named by flag (as "--json"), cannot
@@ -27,7 +28,7 @@ func CheckOutputPath(flag, path string) error {
 		return nil
 	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return fmt.Errorf("%s %s: is %s, not a file", flag, path, FileKind(st.Mode()))
+		return fmt.Errorf("%s %s: is %s, not a file", flag, path, filekind.Of(st.Mode()))
 	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -110,7 +111,7 @@ func CreateStream(flag, path string) (*os.File, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
-			err = fmt.Errorf("%s %s: is %s, not a file", flag, path, FileKind(st.Mode()))
+			err = fmt.Errorf("%s %s: is %s, not a file", flag, path, filekind.Of(st.Mode()))
 		}
 		return nil, err
 	}
@@ -126,24 +127,3 @@ var ErrNoReader = errors.New("a FIFO with no reader")
 // larger file is refused from its size before anything is read, so that
 // what is parsed from it is bounded too.
 const MaxReportFile = 2 << 30
-
-// FileKind names the type of a file mode for messages: "a directory", "a
-// character device", "a named pipe (FIFO)", "a socket", "a block device",
-// "a regular file", or "a special file".
-func FileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "a special file"
-}

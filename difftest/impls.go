@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 )
@@ -62,19 +61,13 @@ func FindMutant(name string) (Kernel, Mutant, bool) {
 }
 
 // ImplNames lists the implementation names this build can resolve:
-// "reference", the registered factories (sorted), PREFIX+"CMD" for each
-// registered prefix (sorted: "exec:CMD", "serve:CMD") and every
-// "mutant:NAME".
+// "reference", the registered factories (sorted), PREFIX+ARG for each
+// registered prefix (sorted: "exec:CMD", "serve:CMD", with bridge
+// "cudasrc:PATH") and every "mutant:NAME".
 func ImplNames() []string {
-	names := []string{"reference"}
-	registry.Lock()
-	for n := range registry.impls {
-		names = append(names, n)
-	}
-	registry.Unlock()
-	sort.Strings(names[1:])
+	names := append([]string{"reference"}, impls.Names()...)
 	for _, p := range implPrefixes() {
-		names = append(names, p.prefix+"CMD")
+		names = append(names, p.prefix+p.arg)
 	}
 	for _, k := range Kernels() {
 		for _, m := range k.Mutants() {
@@ -118,7 +111,11 @@ func NewImpl(name string, opts ImplOptions) (Impl, error) {
 		if strings.HasPrefix(name, p.prefix) {
 			arg := strings.TrimPrefix(name, p.prefix)
 			if strings.TrimSpace(arg) == "" {
-				return nil, fmt.Errorf("%w %q: %s needs a command", ErrUnknownImpl, name, p.prefix)
+				what := "a command"
+				if p.arg != "CMD" {
+					what = "a " + strings.ToLower(p.arg)
+				}
+				return nil, fmt.Errorf("%w %q: %s needs %s", ErrUnknownImpl, name, p.prefix, what)
 			}
 			return p.open(arg, opts)
 		}
@@ -209,34 +206,25 @@ type ImplOpener func(arg string, opts ImplOptions) (Impl, error)
 
 type implPrefix struct {
 	prefix string
+	arg    string // what follows the prefix, for ImplNames: "CMD", "PATH"
 	open   ImplOpener
 }
 
 // RegisterImplPrefix adds a family of implementations named by a prefix
 // and a command, such as "exec:" and "serve:" (difftest/proc registers
 // both). NewImpl hands the rest of the value to open; an empty or blank
-// rest is an ErrUnknownImpl ("PREFIX needs a command"). It panics on a
-// duplicate prefix.
+// rest is an ErrUnknownImpl ("PREFIX needs a command", or "a path" for an
+// ARG of PATH). It panics on a duplicate prefix.
 func RegisterImplPrefix(prefix string, open ImplOpener) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.prefixes == nil {
-		registry.prefixes = map[string]ImplOpener{}
-	}
-	if _, dup := registry.prefixes[prefix]; dup {
-		panic("difftest: impl prefix registered twice: " + prefix)
-	}
-	registry.prefixes[prefix] = open
+	RegisterImplPrefixArg(prefix, "CMD", open)
+}
+
+// RegisterImplPrefixArg is RegisterImplPrefix for a family whose argument
+// is not a command: arg names it in ImplNames ("PATH" for bridge's
+// "cudasrc:PATH").
+func RegisterImplPrefixArg(prefix, arg string, open ImplOpener) {
+	prefixes.Add(prefix, implPrefix{prefix, arg, open})
 }
 
 // implPrefixes returns the registered prefixes, sorted.
-func implPrefixes() []implPrefix {
-	registry.Lock()
-	defer registry.Unlock()
-	ps := make([]implPrefix, 0, len(registry.prefixes))
-	for p, f := range registry.prefixes {
-		ps = append(ps, implPrefix{p, f})
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].prefix < ps[j].prefix })
-	return ps
-}
+func implPrefixes() []implPrefix { return prefixes.Values() }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/difftest/registry"
 )
 
 // GeneratorVersion identifies the input generators (docs/running.md): the
@@ -328,65 +328,25 @@ type ImplOptions struct {
 // Unavailable, which the CLI maps to exit code 125.
 type ImplFactory func(opts ImplOptions) (Impl, error)
 
-var registry struct {
-	sync.Mutex
-	kernels  map[string]Kernel
-	impls    map[string]ImplFactory
-	prefixes map[string]ImplOpener
-}
+var (
+	kernels  = registry.Table[Kernel]{Kind: "difftest: kernel"}
+	impls    = registry.Table[ImplFactory]{Kind: "difftest: impl"}
+	prefixes = registry.Table[implPrefix]{Kind: "difftest: impl prefix"}
+)
 
 // RegisterKernel adds k to the registry; called from a kernel package's
 // init. It panics on a duplicate name (a programming error).
-func RegisterKernel(k Kernel) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.kernels == nil {
-		registry.kernels = map[string]Kernel{}
-	}
-	if _, dup := registry.kernels[k.Name()]; dup {
-		panic("difftest: kernel registered twice: " + k.Name())
-	}
-	registry.kernels[k.Name()] = k
-}
+func RegisterKernel(k Kernel) { kernels.Add(k.Name(), k) }
 
 // LookupKernel returns the registered kernel with that name.
-func LookupKernel(name string) (Kernel, bool) {
-	registry.Lock()
-	defer registry.Unlock()
-	k, ok := registry.kernels[name]
-	return k, ok
-}
+func LookupKernel(name string) (Kernel, bool) { return kernels.Get(name) }
 
 // Kernels returns every registered kernel, sorted by name.
-func Kernels() []Kernel {
-	registry.Lock()
-	defer registry.Unlock()
-	ks := make([]Kernel, 0, len(registry.kernels))
-	for _, k := range registry.kernels {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].Name() < ks[j].Name() })
-	return ks
-}
+func Kernels() []Kernel { return kernels.Values() }
 
 // RegisterImpl adds a named implementation factory (bridge registers
 // "cuda"). It panics on a duplicate name.
-func RegisterImpl(name string, f ImplFactory) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.impls == nil {
-		registry.impls = map[string]ImplFactory{}
-	}
-	if _, dup := registry.impls[name]; dup {
-		panic("difftest: impl registered twice: " + name)
-	}
-	registry.impls[name] = f
-}
+func RegisterImpl(name string, f ImplFactory) { impls.Add(name, f) }
 
 // LookupImpl returns the registered factory with that name.
-func LookupImpl(name string) (ImplFactory, bool) {
-	registry.Lock()
-	defer registry.Unlock()
-	f, ok := registry.impls[name]
-	return f, ok
-}
+func LookupImpl(name string) (ImplFactory, bool) { return impls.Get(name) }

@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"difftest/numeric":     0,
 	"difftest/bench/stats": 0, // stdlib only (checked below)
 	"difftest/filekind":    0,
+	"difftest/registry":    0,
 	"difftest/rng":         1,
 	"difftest":             2, // the core
 	"difftest/suite":       3,
@@ -29,11 +30,12 @@ var layers = map[string]int{
 	"difftest/triage":      4, // diagnosis reads suites (shrink)
 	"difftest/paramtest":   4, // the kernels' test helpers read their suite files
 	"difftest/report":      5, // JUnit names diagnoses
+	"difftest/kerneltest":  5, // the kernels' test helpers check shrunk cases (triage)
 }
 
 // stdlibOnly are the packages that import nothing outside the standard
 // library.
-var stdlibOnly = []string{"difftest/detmath", "difftest/numeric", "difftest/bench/stats", "difftest/filekind"}
+var stdlibOnly = []string{"difftest/detmath", "difftest/numeric", "difftest/bench/stats", "difftest/filekind", "difftest/registry"}
 
 // TestLayers reads the imports of every package under difftest/ (go/build,
 // without its tests) and fails when one imports a package of the same or a

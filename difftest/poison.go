@@ -131,6 +131,36 @@ func Complement(name string, n int, rs []Range) ([]Range, error) {
 	return out, nil
 }
 
+// Untouched returns, per output of c, the byte ranges k's contract writes
+// (Kernel.Written) and the ranges an implementation must leave as they
+// are: the complement of the written ranges and of those it may write
+// (Unspecifier.Unspecified). The runner checks the untouched ranges after
+// every run (CheckCanary). Errors, a kernel contract bug: a list whose
+// length is not the number of outputs, a range outside its output.
+func Untouched(k Kernel, c *Case) (written, untouched [][]Range, err error) {
+	written = k.Written(c)
+	if len(written) != len(c.Outputs) {
+		return nil, nil, fmt.Errorf("Written lists %d outputs, the case has %d", len(written), len(c.Outputs))
+	}
+	var unspecified [][]Range
+	if us, ok := k.(Unspecifier); ok {
+		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(c.Outputs) {
+			return nil, nil, fmt.Errorf("Unspecified lists %d outputs, the case has %d", len(unspecified), len(c.Outputs))
+		}
+	}
+	untouched = make([][]Range, len(c.Outputs))
+	for i, o := range c.Outputs {
+		owned := written[i]
+		if unspecified != nil {
+			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
+		}
+		if untouched[i], err = Complement(o.Name, o.Bytes(), owned); err != nil {
+			return nil, nil, err
+		}
+	}
+	return written, untouched, nil
+}
+
 // CheckCanary reports the first byte outside the written ranges that no
 // longer equals p: an implementation wrote a byte it does not own.
 func CheckCanary(outs []*Tensor, untouched [][]Range, p Poison) error {

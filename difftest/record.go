@@ -5,6 +5,7 @@ package difftest
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -134,4 +135,19 @@ const (
 // properties. Values may be empty when unknown.
 type PropertyProvider interface {
 	Properties() map[string]string
+}
+
+// FormatDuration writes a case's or a run's time as every table prints it
+// (the run table, the HTML report, the bench table, the selftest rows):
+// seconds with two decimals from 1 s up ("1.25s"), milliseconds with two
+// from 1 ms ("3.50ms"), else microseconds with one ("10.0µs").
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	}
 }

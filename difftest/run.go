@@ -90,6 +90,20 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 	return k, c, nil
 }
 
+// begin checks cfg before a run (Run, RunPool) and gives the items it
+// runs, cfg.Source or else cfg.Items, and the summary it starts from. A
+// negative Timeout is an error, which the summary's Aborted repeats.
+func (cfg Config) begin() (ItemSource, Summary, error) {
+	if cfg.Timeout < 0 {
+		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
+		return nil, Summary{Aborted: err.Error()}, err
+	}
+	if cfg.Source != nil {
+		return cfg.Source, Summary{}, nil
+	}
+	return ItemList(cfg.Items), Summary{}, nil
+}
+
 // Run runs the items (cfg.Source, or else cfg.Items) one after another,
 // generating each case as it is reached, and returns the summary. It stops
 // early on FailFast, on a *SuiteError (exit 2), on an implementation that
@@ -106,17 +120,11 @@ func GenerateCase(it Item) (Kernel, *Case, error) {
 // it, with a *SuiteError, when its case is reached.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
-	var sum Summary
-	if cfg.Timeout < 0 {
-		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
-		sum.Aborted = err.Error()
+	src, sum, err := cfg.begin()
+	if err != nil {
 		return sum, err
 	}
 	cr := &CaseRun{Impl: cfg.Impl, Timeout: cfg.Timeout}
-	src := cfg.Source
-	if src == nil {
-		src = ItemList(cfg.Items)
-	}
 	total, n := src.Len(), 0
 	for it := range src.All() {
 		n++

@@ -50,18 +50,12 @@ var DeviceLost = errors.New("every device of the run was lost")
 // finishing the case they run, whose records are kept.
 func RunPool(ctx context.Context, cfg Config, members []PoolMember, onLost func(device string, err error)) (Summary, error) {
 	start := time.Now()
-	var sum Summary
-	if cfg.Timeout < 0 {
-		err := fmt.Errorf("time-out %v is negative (0 = no time-out)", cfg.Timeout)
-		sum.Aborted = err.Error()
+	src, sum, err := cfg.begin()
+	if err != nil {
 		return sum, err
 	}
 	if len(members) == 0 {
 		return sum, errors.New("a pool without devices")
-	}
-	src := cfg.Source
-	if src == nil {
-		src = ItemList(cfg.Items)
 	}
 	total := src.Len()
 	pull, stopPull := iter.Pull(src.All()) // items are made as they are taken

@@ -120,25 +120,9 @@ func (cr *CaseRun) RunCase(ctx context.Context, k Kernel, c *Case, rec *Record) 
 		return r.want, nil
 	}
 
-	written := k.Written(c)
-	if len(written) != len(c.Outputs) {
-		return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Written lists %d outputs, the case has %d", len(written), len(c.Outputs))}
-	}
-	var unspecified [][]Range
-	if us, ok := k.(Unspecifier); ok {
-		if unspecified = us.Unspecified(c); unspecified != nil && len(unspecified) != len(c.Outputs) {
-			return out, &InternalError{Case: c.ID, Err: fmt.Errorf("Unspecified lists %d outputs, the case has %d", len(unspecified), len(c.Outputs))}
-		}
-	}
-	untouched := make([][]Range, len(c.Outputs))
-	for i, o := range c.Outputs {
-		owned := written[i]
-		if unspecified != nil {
-			owned = append(append([]Range(nil), written[i]...), unspecified[i]...)
-		}
-		if untouched[i], err = Complement(o.Name, o.Bytes(), owned); err != nil {
-			return out, &InternalError{Case: c.ID, Err: err}
-		}
+	written, untouched, err := Untouched(k, c)
+	if err != nil {
+		return out, &InternalError{Case: c.ID, Err: err}
 	}
 
 	fail := func(class Class, msg string) {

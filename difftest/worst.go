@@ -1,6 +1,9 @@
 package difftest
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // MaxWorst is how many elements a comparator lists in Result.Worst.
 const MaxWorst = 8
@@ -95,4 +98,64 @@ func (w *Worst) Offer(ratio float64, key [2]int, mk func() Element) {
 	el := mk()
 	el.Ratio = RatioOf(ratio)
 	w.Add(WorstItem{Element: el, Ratio: ratio, Key: key})
+}
+
+// Tally counts a comparator's compared elements: how many (Elements), how
+// many mismatch, how many of those are non-finite, the largest tolerance
+// ratio (capped at RatioCap) and the worst elements. A comparator that
+// compares chunks in parallel Merges their tallies; one with counters of
+// its own embeds a Tally in its tally. The zero value is empty.
+type Tally struct {
+	Elements, Mismatches, NonFinite int
+	MaxRatio                        float64
+	Worst                           Worst
+}
+
+// Record counts one compared element: whether it failed, whether a failed
+// one is non-finite (class NonFinite), its tolerance ratio (capped at
+// RatioCap) and key, its place in the output (Worst). mk builds its
+// report entry, called only when the element enters the worst list; a
+// passing element of ratio 0 (the exact value) never does.
+func (t *Tally) Record(key [2]int, failed, nonFinite bool, ratio float64, mk func() Element) {
+	t.Elements++
+	if failed {
+		t.Mismatches++
+		if nonFinite {
+			t.NonFinite++
+		}
+	}
+	ratio = min(ratio, RatioCap)
+	t.MaxRatio = max(t.MaxRatio, ratio)
+	if ratio == 0 && !failed {
+		return
+	}
+	t.Worst.Offer(ratio, key, mk)
+}
+
+// Merge adds o's counts and worst elements.
+func (t *Tally) Merge(o *Tally) {
+	t.Elements += o.Elements
+	t.Mismatches += o.Mismatches
+	t.NonFinite += o.NonFinite
+	t.MaxRatio = max(t.MaxRatio, o.MaxRatio)
+	t.Worst.Merge(&o.Worst)
+}
+
+// Verdict sets r's class and message when an element mismatched, and
+// reports whether one did: class NonFinite when a mismatch is non-finite,
+// else Mismatch; the message names the worst element and the count, as
+// "logits [1][0]: got 5.3e+16, want 4.78 (ratio 1e+09); 429 of 1500
+// elements mismatch".
+func (t *Tally) Verdict(r *Result) bool {
+	if t.Mismatches == 0 {
+		return false
+	}
+	r.Class = Mismatch
+	if t.NonFinite > 0 {
+		r.Class = NonFinite
+	}
+	w := t.Worst.Items()[0]
+	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
+		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.Mismatches, t.Elements)
+	return true
 }

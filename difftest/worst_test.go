@@ -123,3 +123,34 @@ func TestCheckOneOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestTally records by hand: an exact pass, a pass within the bound, a
+// mismatch and a non-finite mismatch past RatioCap, in two tallies merged:
+// the counts, the capped largest ratio, the worst list without the exact
+// pass, and the verdict naming the worst element.
+func TestTally(t *testing.T) {
+	el := func(i string) func() Element {
+		return func() Element { return Element{Tensor: "y", Index: i, Got: "g" + i, Want: "w" + i} }
+	}
+	var a, b Tally
+	a.Record([2]int{0, 0}, false, false, 0, func() Element { t.Fatal("an exact pass built its entry"); return Element{} })
+	a.Record([2]int{0, 1}, false, false, 0.5, el("[1]"))
+	var r Result
+	if a.Verdict(&r) || r.Class != Pass || r.Message != "" {
+		t.Fatalf("no mismatch: verdict %+v", r)
+	}
+	b.Record([2]int{1, 0}, true, false, 3, el("[2]"))
+	b.Record([2]int{1, 1}, true, true, 2*RatioCap, el("[3]"))
+	a.Merge(&b)
+	if a.Elements != 4 || a.Mismatches != 2 || a.NonFinite != 1 || a.MaxRatio != RatioCap || len(a.Worst.Items()) != 3 {
+		t.Fatalf("tally %d elements, %d mismatches, %d non-finite, max ratio %g, %d worst", a.Elements, a.Mismatches, a.NonFinite, a.MaxRatio, len(a.Worst.Items()))
+	}
+	if !a.Verdict(&r) || r.Class != NonFinite || r.Message != "y [3]: got g[3], want w[3] (ratio 1e+09); 2 of 4 elements mismatch" {
+		t.Errorf("verdict %s %q", r.Class, r.Message)
+	}
+	b = Tally{}
+	b.Record([2]int{0, 0}, true, false, 3, el("[0]"))
+	if !b.Verdict(&r) || r.Class != Mismatch || r.Message != "y [0]: got g[0], want w[0] (ratio 3); 1 of 1 elements mismatch" {
+		t.Errorf("verdict %s %q", r.Class, r.Message)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 	"github.com/kerneldiff/kerneldiff/internal/testfatbin"
 )
 
@@ -587,10 +588,7 @@ func TestHostileCorpus(t *testing.T) {
 	}
 	bin := difftestBinary(t)
 	e := &corpusEnv{dir: t.TempDir()}
-	e.fifo = filepath.Join(e.dir, "a.fifo")
-	if err := syscall.Mkfifo(e.fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.fifo = boundtest.FIFO(t, filepath.Join(e.dir, "a.fifo"))
 	small, err := os.ReadFile(smallSuite)
 	if err != nil {
 		t.Fatal(err)
@@ -736,11 +734,8 @@ func runHostile(t *testing.T, bin string, e *corpusEnv, h hostile) (int, string,
 	}
 	for i, a := range args {
 		if a == "STALLED_FIFO" {
-			p := filepath.Join(e.dir, fmt.Sprintf("stalled%d.fifo", e.n))
+			p := boundtest.FIFO(t, filepath.Join(e.dir, fmt.Sprintf("stalled%d.fifo", e.n)))
 			e.n++
-			if err := syscall.Mkfifo(p, 0o600); err != nil {
-				t.Fatal(err)
-			}
 			rd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				t.Fatal(err)

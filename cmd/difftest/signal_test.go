@@ -8,7 +8,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/junittest"
 )
 
 var (
@@ -182,7 +182,7 @@ func TestSignalReportsFinishedCasesAndCleansUp(t *testing.T) {
 			if rep.Summary == nil || rep.Summary.Failed != 1 || rep.Summary.Aborted != "interrupted by "+name || len(rep.Records) != 1 {
 				t.Errorf("JSON Lines: summary %+v and %d records, want one crash and the interruption", rep.Summary, len(rep.Records))
 			}
-			checkJUnit(t, filepath.Join(dir, "r.xml"), 1)
+			junittest.CheckCases(t, filepath.Join(dir, "r.xml"), 1)
 			if alive(sleeper) {
 				t.Errorf("the running exec program (pid %d) outlived difftest", sleeper)
 			}
@@ -214,33 +214,6 @@ func TestSIGKILLLeavesThePreviousJUnit(t *testing.T) {
 	}
 	if b, err := os.ReadFile(junit); err != nil || string(b) != previous {
 		t.Errorf("JUnit after SIGKILL = %q (%v), want the previous file untouched", b, err)
-	}
-}
-
-func checkJUnit(t *testing.T, path string, want int) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Tests  int `xml:"tests,attr"`
-		Suites []struct {
-			Cases []struct {
-				Name    string    `xml:"name,attr"`
-				Failure *struct{} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("JUnit does not parse: %v\n%s", err, b)
-	}
-	n := 0
-	for _, s := range doc.Suites {
-		n += len(s.Cases)
-	}
-	if n != want || doc.Tests != want {
-		t.Errorf("JUnit: %d test cases (tests=%d), want %d:\n%s", n, doc.Tests, want, b)
 	}
 }
 

@@ -6,20 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // Every flag of the study that cannot work is a usage error (2) before
 // any case runs: nothing on stdout, and the message names the flag.
 func TestStudyRefusesUpFront(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
 	fatbin := filepath.Join(dir, "k.fatbin")
 	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o600); err != nil {
 		t.Fatal(err)
@@ -28,9 +25,9 @@ func TestStudyRefusesUpFront(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--svg", dir}, "--svg " + dir + ": is a directory, not a file"},
-		{[]string{"--json", dir}, "--json " + dir + ": is a directory, not a file"},
-		{[]string{"--svg", fifo}, "is a named pipe (FIFO), not a file"},
+		{[]string{"--svg", dir}, "--svg " + dir + ": is a folder, not a file"},
+		{[]string{"--json", dir}, "--json " + dir + ": is a folder, not a file"},
+		{[]string{"--svg", fifo}, "is a FIFO, not a file"},
 		{[]string{"--json", "/dev/null"}, "is a character device, not a file"},
 		{[]string{"--svg", filepath.Join(dir, "no", "such", "x.svg")}, "does not exist"},
 		{[]string{"--fatbin", fatbin, "--json", fatbin}, "is the input file of --fatbin"},

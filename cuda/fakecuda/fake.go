@@ -231,30 +231,37 @@ func (d *Driver) span(p cuda.DevicePtr, n uint64) []byte {
 func (d *Driver) MemcpyHtoD(dst cuda.DevicePtr, src []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.syncErr("cuMemcpyHtoD_v2"); err != nil {
-		return err
+	s, err := d.hostCopySpan("cuMemcpyHtoD_v2", dst, len(src))
+	if err == nil {
+		copy(s, src)
 	}
-	s := d.span(dst, uint64(len(src)))
-	if s == nil {
-		return fail("cuMemcpyHtoD_v2", cuda.ErrorInvalidValue)
-	}
-	copy(s, src)
-	return nil
+	return err
 }
 
 // MemcpyDtoH implements cuda.Driver.
 func (d *Driver) MemcpyDtoH(dst []byte, src cuda.DevicePtr) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.syncErr("cuMemcpyDtoH_v2"); err != nil {
-		return err
+	s, err := d.hostCopySpan("cuMemcpyDtoH_v2", src, len(dst))
+	if err == nil {
+		copy(dst, s)
 	}
-	s := d.span(src, uint64(len(dst)))
+	return err
+}
+
+// hostCopySpan is the device side of a copy to or from the host (call,
+// as cuMemcpyHtoD_v2): n bytes at p inside one allocation, after the
+// synchronising copy has reported any pending error (syncErr); an
+// invalid value when they are not. The caller holds d.mu.
+func (d *Driver) hostCopySpan(call string, p cuda.DevicePtr, n int) ([]byte, error) {
+	if err := d.syncErr(call); err != nil {
+		return nil, err
+	}
+	s := d.span(p, uint64(n))
 	if s == nil {
-		return fail("cuMemcpyDtoH_v2", cuda.ErrorInvalidValue)
+		return nil, fail(call, cuda.ErrorInvalidValue)
 	}
-	copy(dst, s)
-	return nil
+	return s, nil
 }
 
 // FakeL2Bytes is the L2 cache size the fake device reports

@@ -72,20 +72,8 @@ func E2M1Round(x float64) float64 { return E2M1ToF64(E2M1FromF64(x)) }
 
 // E2M1CodeDistance returns how many representable magnitudes apart two
 // e2m1 codes are on the signed line −6 … −0.5, 0, 0.5 … 6 (−0 and +0 are
-// one point, distance 0).
-func E2M1CodeDistance(a, b uint8) int {
-	pos := func(c uint8) int {
-		if c&8 != 0 {
-			return -int(c & 7)
-		}
-		return int(c & 7)
-	}
-	d := pos(a) - pos(b)
-	if d < 0 {
-		d = -d
-	}
-	return d
-}
+// one point, distance 0). Only the low nibble of each is read.
+func E2M1CodeDistance(a, b uint8) int { return lineDistance(a&0xF, b&0xF, 8) }
 
 // UE8M0CeilF32 returns the ue8m0 byte of the power of two at or above the
 // float32 s, computed on its bits as SGLang's cast_to_ue8m0 does

@@ -53,23 +53,10 @@ func E4M3FromF32(f float32) uint8 {
 // bit (0xFFC00000 for 0xFF).
 func E4M3ToF32(c uint8) float32 {
 	sign := uint32(c&0x80) << 24
-	exp := uint32(c>>3) & 0xF
-	frac := uint32(c) & 0x7
-	switch {
-	case exp == 0xF && frac == 0x7:
+	if E4M3IsNaN(c) {
 		return math.Float32frombits(sign | 0x7FC00000)
-	case exp != 0: // normal: rebias 7 → 127
-		return math.Float32frombits(sign | (exp+120)<<23 | frac<<20)
-	case frac == 0:
-		return math.Float32frombits(sign)
 	}
-	// Subnormal: frac · 2^-9. Normalise so the leading one is bit 3.
-	e := uint32(121) // biased binary32 exponent of 2^-6
-	for frac&0x8 == 0 {
-		frac <<= 1
-		e--
-	}
-	return math.Float32frombits(sign | e<<23 | (frac&0x7)<<20)
+	return finiteToF32(sign, uint32(c>>3)&0xF, uint32(c)&0x7, 4, 3) // no infinities: exponent 15 is finite
 }
 
 // E4M3IsNaN reports whether c is one of the two e4m3fn NaN codes, 0x7F

@@ -30,19 +30,8 @@ func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1F
 	frac := uint32(h) & 0x3FF
-	switch {
-	case exp == 0x1F: // inf or NaN
+	if exp == 0x1F { // inf or NaN
 		return math.Float32frombits(sign | 0x7F800000 | frac<<13)
-	case exp != 0: // normal: rebias 15 → 127
-		return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
-	case frac == 0:
-		return math.Float32frombits(sign)
 	}
-	// Subnormal: frac · 2^-24. Normalise so the leading one is bit 10.
-	e := uint32(113) // biased binary32 exponent of 2^-14
-	for frac&0x400 == 0 {
-		frac <<= 1
-		e--
-	}
-	return math.Float32frombits(sign | e<<23 | (frac&0x3FF)<<13)
+	return finiteToF32(sign, exp, frac, 5, 10)
 }

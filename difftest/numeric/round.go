@@ -1,6 +1,7 @@
 // Round-to-nearest-even from binary64 to a narrower binary format, by
 // integer arithmetic on the significand (the method of IEEE 754-2019 §4.3.1
-// applied to the exact value m·2^e of a binary64 datum).
+// applied to the exact value m·2^e of a binary64 datum), and the exact way
+// back from such a format's finite numbers to binary32.
 
 package numeric
 
@@ -82,4 +83,28 @@ func ieeeFromF64(f float64, we, p uint) uint64 {
 		enc = min(enc, inf)
 	}
 	return math.Float64bits(f)>>63<<(we+p) | enc
+}
+
+// finiteToF32 is the binary32 value, exact, of a finite number of a
+// narrower binary format with we exponent bits (bias 2^(we−1) − 1) and p
+// stored fraction bits, given as its sign (already in bit 31), biased
+// exponent field exp and fraction field frac: a normal number is
+// rebiased, a subnormal (frac · 2^(1−bias−p)) normalised so that its
+// leading one becomes the implicit bit. The caller decodes the format's
+// infinities and NaNs.
+func finiteToF32(sign, exp, frac uint32, we, p uint) float32 {
+	bias := uint32(1)<<(we-1) - 1
+	switch {
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+127-bias)<<23 | frac<<(23-p))
+	case frac == 0:
+		return math.Float32frombits(sign)
+	}
+	e := 128 - bias // the biased binary32 exponent of the smallest normal, 2^(1−bias)
+	lead := uint32(1) << p
+	for frac&lead == 0 {
+		frac <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (frac&(lead-1))<<(23-p))
 }

@@ -17,18 +17,7 @@ func BF16ULPDistance(a, b uint16) int {
 	if BF16IsNaN(a) || BF16IsNaN(b) {
 		return -1
 	}
-	d := bf16Ordinal(a) - bf16Ordinal(b)
-	if d < 0 {
-		d = -d
-	}
-	return d
-}
-
-func bf16Ordinal(b uint16) int {
-	if b&0x8000 != 0 {
-		return -int(b & 0x7FFF)
-	}
-	return int(b)
+	return lineDistance(a, b, 0x8000)
 }
 
 // E4M3CodeDistance returns how many representable e4m3fn steps separate
@@ -39,16 +28,23 @@ func E4M3CodeDistance(a, b uint8) int {
 	if E4M3IsNaN(a) || E4M3IsNaN(b) {
 		return -1
 	}
-	d := e4m3Ordinal(a) - e4m3Ordinal(b)
+	return lineDistance(a, b, 0x80)
+}
+
+// lineDistance is |ordinal(a) − ordinal(b)| for sign-magnitude patterns
+// whose sign is the bit sign: the ordinal of a pattern with the sign set
+// is minus its magnitude, so −0 and +0 share the point 0 and the line runs
+// from the most negative pattern to the most positive in value order.
+func lineDistance[T uint8 | uint16](a, b, sign T) int {
+	ordinal := func(x T) int {
+		if x&sign != 0 {
+			return -int(x &^ sign)
+		}
+		return int(x)
+	}
+	d := ordinal(a) - ordinal(b)
 	if d < 0 {
 		d = -d
 	}
 	return d
-}
-
-func e4m3Ordinal(c uint8) int {
-	if c&0x80 != 0 {
-		return -int(c & 0x7F)
-	}
-	return int(c)
 }

@@ -140,6 +140,27 @@ func CheckFamilies(t testing.TB, k difftest.Kernel, dir string, minKeys int, unk
 	}
 }
 
+// CheckFamilyDocs checks the families k describes (difftest.FamilyDescriber)
+// against the kernel's own tables: each family's doc is doc(family), and
+// each param is marked Required exactly when required(family, param).
+func CheckFamilyDocs(t testing.TB, k difftest.Kernel, doc func(family string) string, required func(family, param string) bool) {
+	t.Helper()
+	fd, ok := k.(difftest.FamilyDescriber)
+	if !ok {
+		t.Fatalf("%s does not describe its families", k.Name())
+	}
+	for _, fi := range fd.DescribeFamilies() {
+		if want := doc(fi.Name); fi.Doc != want {
+			t.Errorf("family %s: doc %q, want %q", fi.Name, fi.Doc, want)
+		}
+		for _, p := range fi.Params {
+			if want := required(fi.Name, p.Name); p.Required != want {
+				t.Errorf("family %s param %s: required = %v, want %v", fi.Name, p.Name, p.Required, want)
+			}
+		}
+	}
+}
+
 // SuiteSpecs reads one kernel's file of an embedded suite,
 // fixtures/suites/SUITE/FILE (path from the kernel's folder, as its tests
 // run), with the harness's parser (suite.ParseSuite: [case.matrix]

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,20 +25,59 @@ import (
 	_ "github.com/kerneldiff/kerneldiff/kernels/all" // registers every kernel
 )
 
-// execBuild builds testdata/execimpl with the given build tags into a
-// folder whose name holds a space, so commands must quote the path.
+// execBuild builds testdata/execimpl with the given build tags, once per
+// test binary (testBuild), into a folder whose name holds a space, so
+// commands must quote the path.
 func execBuild(t *testing.T, tags string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "exec impl", "execimpl")
+	return testBuild(t, "./testdata/execimpl", "exec impl", tags)
+}
+
+// The test programs (testdata/execimpl, testdata/serveimpl) are built once
+// per test binary, by package, folder and tags, into builtDir, which
+// TestMain removes.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// testBuild builds the program pkg with tags into builtDir/folder/ the
+// first time it is asked for, and returns its path; the tests only run it.
+func testBuild(t *testing.T, pkg, folder, tags string) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	key := pkg + "\x00" + folder + "\x00" + tags
+	if bin, ok := built.bins[key]; ok {
+		return bin
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "kerneldiff-proc-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.bins = dir, map[string]string{}
+	}
+	bin := filepath.Join(built.dir, fmt.Sprint(len(built.bins)), folder, filepath.Base(pkg))
 	args := []string{"build", "-o", bin}
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	cmd := exec.Command("go", append(args, "./testdata/execimpl")...)
+	cmd := exec.Command("go", append(args, pkg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/execimpl: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
+	built.bins[key] = bin
 	return bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // execQuote single-quotes a word for SplitCommand.

@@ -266,14 +266,7 @@ func (s *serveImpl) ensureShm(n int64) (dropped []string, err error) {
 			dropped = append(dropped, "the shared memory was replaced by a larger one; the serve program is started again on it")
 			dropped = append(dropped, s.drop()...)
 		}
-		if s.mem != nil {
-			_ = unix.Munmap(s.mem)
-			s.mem = nil
-		}
-		if s.shm != nil {
-			s.shm.Close()
-			s.shm = nil
-		}
+		s.releaseShm()
 		f, size, err := newSealedShm(n)
 		if err != nil {
 			return dropped, err
@@ -660,6 +653,13 @@ func (s *serveImpl) Close() error {
 			err = errors.New(w[0])
 		}
 	}
+	s.releaseShm()
+	return err
+}
+
+// releaseShm unmaps the shared memory and closes its memfd, when there
+// are any.
+func (s *serveImpl) releaseShm() {
 	if s.mem != nil {
 		_ = unix.Munmap(s.mem)
 		s.mem = nil
@@ -668,7 +668,6 @@ func (s *serveImpl) Close() error {
 		s.shm.Close()
 		s.shm = nil
 	}
-	return err
 }
 
 // ServeUnsupported is the reply status by which a serve program says it

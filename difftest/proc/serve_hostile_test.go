@@ -54,11 +54,7 @@ func TestServeShrinkCannotFault(t *testing.T) {
 	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512|masked-k512)$`)
 	for _, mode := range []string{"shrink", "grow"} {
 		t.Run(mode, func(t *testing.T) {
-			impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode "+mode, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer impl.Close()
+			impl := serveStart(t, bin, time.Minute, "-mode "+mode)
 			recs, sum, err := serveRun(t, impl, items, time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -81,11 +77,7 @@ func TestServeDeathWithPipeHeldOpen(t *testing.T) {
 	bin := serveBuild(t)
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
 	const bad = "topk_transform/lengths-k512"
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode die-setsid -match "+serveQuote("^"+bad+"$")+" -pidfile "+serveQuote(pidfile), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer impl.Close()
+	impl := serveStart(t, bin, 0, "-mode die-setsid -match "+serveQuote("^"+bad+"$")+" -pidfile "+serveQuote(pidfile))
 	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
 	t0 := time.Now()
 	recs, sum, err := serveRun(t, impl, items, 0)

@@ -28,15 +28,11 @@ import (
 	"github.com/kerneldiff/kerneldiff/fixtures"
 )
 
-// serveBuild builds testdata/serveimpl once per test binary.
+// serveBuild builds testdata/serveimpl once per test binary (testBuild),
+// into a folder whose name holds a space.
 func serveBuild(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "serve impl", "serveimpl")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/serveimpl: %v\n%s", err, out)
-	}
-	return bin
+	return testBuild(t, "./testdata/serveimpl", "serve impl", "")
 }
 
 // serveItems is the quick suite's cases whose ids match re.
@@ -67,13 +63,21 @@ func serveRun(t *testing.T, impl difftest.Impl, items []difftest.Item, timeout t
 
 func serveQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// serveStart starts the serve program bin with args (each already quoted
+// for the shell where it needs to be) and closes it when tb ends.
+func serveStart(tb testing.TB, bin string, timeout time.Duration, args ...string) difftest.Impl {
+	tb.Helper()
+	impl, err := proc.NewServeImpl(strings.Join(append([]string{serveQuote(bin)}, args...), " "), timeout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { impl.Close() })
+	return impl
+}
+
 func TestServeCorrect(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := proc.NewServeImpl(serveQuote(bin), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer impl.Close()
+	impl := serveStart(t, bin, time.Minute)
 	items := serveItems(t, ".")
 	recs, sum, err := serveRun(t, impl, items, time.Minute)
 	if err != nil {
@@ -133,11 +137,7 @@ func TestServeMisbehaviour(t *testing.T) {
 			if timeout == 0 {
 				timeout = time.Minute
 			}
-			impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"), timeout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer impl.Close()
+			impl := serveStart(t, bin, timeout, "-mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"))
 			recs, sum, err := serveRun(t, impl, items, timeout)
 			if err != nil {
 				t.Fatal(err)
@@ -161,11 +161,7 @@ func TestServeMisbehaviour(t *testing.T) {
 // 50 MB on stderr costs no memory beyond the tail, and the case passes.
 func TestServeStderrFlood(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode flood", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer impl.Close()
+	impl := serveStart(t, bin, time.Minute, "-mode flood")
 	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
 	_, sum, err := serveRun(t, impl, items, time.Minute)
 	if err != nil || sum.Failed != 0 {
@@ -292,11 +288,7 @@ func serveBench(b *testing.B, nbytes int) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/serveimpl").CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode noop -kernels topk_transform", time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer impl.Close()
+	impl := serveStart(b, bin, time.Minute, "-mode noop -kernels topk_transform")
 	x := difftest.MustTensor("scores", difftest.U8, nbytes)
 	for i := range x.Data {
 		x.Data[i] = byte(i)
@@ -318,11 +310,7 @@ func serveBench(b *testing.B, nbytes int) {
 // be tested exits 125, one with passes and skips 0.
 func TestServeUnimplementedKernel(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer impl.Close()
+	impl := serveStart(t, bin, time.Minute, "-kernels topk_transform")
 	items := serveItems(t, `^topk_transform/lengths-k512$|^norm_rope_store/gaussian/v4/N=96/P=64$`)
 	recs, sum, err := serveRun(t, impl, items, time.Minute)
 	if err != nil {

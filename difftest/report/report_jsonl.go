@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 )
 
 // JSONLWriter streams a report as JSON Lines.
@@ -126,7 +127,7 @@ func ReadJSONLFile(path string) (*Report, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: a report is the file difftest run --json writes", path, difftest.FileKind(st.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file: a report is the file difftest run --json writes", path, filekind.Of(st.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -12,12 +12,7 @@ package rng
 // ±inf (0x7F800000), ±quiet NaN (0x7FC00000), ±signalling NaN (0x7FA00000),
 // ±1 (0x3F800000). The result is a new slice on each call.
 func SpecialsF32() []uint32 {
-	pos := []uint32{0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7FA00000, 0x3F800000}
-	out := make([]uint32, 0, 2*len(pos))
-	for _, b := range pos {
-		out = append(out, b, b|0x80000000)
-	}
-	return out
+	return withSigns([]uint32{0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7FA00000, 0x3F800000}, 0x80000000)
 }
 
 // SpecialsBF16 returns bfloat16 bit patterns of the same classes as
@@ -27,10 +22,15 @@ func SpecialsF32() []uint32 {
 // ±signalling NaN (0x7FA0), ±1 (0x3F80). The result is a new slice on each
 // call.
 func SpecialsBF16() []uint16 {
-	pos := []uint16{0x0000, 0x0001, 0x007F, 0x0080, 0x7F7F, 0x7F80, 0x7FC0, 0x7FA0, 0x3F80}
-	out := make([]uint16, 0, 2*len(pos))
+	return withSigns([]uint16{0x0000, 0x0001, 0x007F, 0x0080, 0x7F7F, 0x7F80, 0x7FC0, 0x7FA0, 0x3F80}, 0x8000)
+}
+
+// withSigns returns each pattern of pos followed by its negative (the sign
+// bit sign set).
+func withSigns[T uint16 | uint32](pos []T, sign T) []T {
+	out := make([]T, 0, 2*len(pos))
 	for _, b := range pos {
-		out = append(out, b, b|0x8000)
+		out = append(out, b, b|sign)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -89,17 +90,8 @@ func checkSuiteBounds(data []byte) error {
 			if i < len(data) && data[i] == '[' {
 				i++
 			}
-			parts := 1
-			for i < len(data) && data[i] != ']' && data[i] != '\n' {
-				switch data[i] {
-				case '"', '\'':
-					i, line = suiteSkipString(data, i, line)
-					continue
-				case '.':
-					parts++
-				}
-				i++
-			}
+			var parts int
+			parts, i, line = suiteKeyParts(data, i, line, "]\n")
 			if parts > MaxSuiteDepth {
 				return deep("table header key path", parts)
 			}
@@ -116,20 +108,8 @@ func checkSuiteBounds(data []byte) error {
 			if len(stack) > 0 {
 				base = stack[len(stack)-1].base
 			}
-			parts := 1
-		keyLoop:
-			for i < len(data) {
-				switch data[i] {
-				case '"', '\'':
-					i, line = suiteSkipString(data, i, line)
-					continue
-				case '.':
-					parts++
-				case '=', '\n', '{', '}', '[', ']', ',', '#':
-					break keyLoop
-				}
-				i++
-			}
+			var parts int
+			parts, i, line = suiteKeyParts(data, i, line, "=\n{}[],#")
 			if base+parts > MaxSuiteDepth {
 				return deep("key path", base+parts)
 			}
@@ -170,6 +150,25 @@ func checkSuiteBounds(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// suiteKeyParts counts the dotted parts of the key path that starts at
+// data[i] (a table header's or a key's), quoted parts skipped whole, up to
+// the first byte of stop outside quotes; it returns the count, the index
+// of that byte (len(data) when there is none) and the line there.
+func suiteKeyParts(data []byte, i, line int, stop string) (parts, end, endLine int) {
+	parts = 1
+	for i < len(data) && strings.IndexByte(stop, data[i]) < 0 {
+		switch data[i] {
+		case '"', '\'':
+			i, line = suiteSkipString(data, i, line)
+			continue
+		case '.':
+			parts++
+		}
+		i++
+	}
+	return parts, i, line
 }
 
 // suiteSkipString returns the index just past the TOML string that starts

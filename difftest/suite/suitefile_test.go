@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,10 +37,7 @@ func TestLoadSuiteFileBounded(t *testing.T) {
 		}
 		return p
 	}
-	fifo := filepath.Join(dir, "fifo.toml")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo.toml"))
 	sparse := write("sparse.toml", "")
 	if err := os.Truncate(sparse, 64<<30); err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 				}
 			}
 		}
-		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, difftest.SafeText(diag), fmtDuration(r.Elapsed)})
+		table = append(table, []string{r.Kernel, r.Mutant, status, where, check, difftest.SafeText(diag), difftest.FormatDuration(r.Elapsed)})
 		if !r.OK() {
 			switch {
 			case r.Mutant == "reference":
@@ -304,16 +304,4 @@ func WriteSelftestTable(w io.Writer, rows []SelftestRow, ok bool) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// fmtDuration formats a selftest row's time as the run table does.
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
-	}
 }

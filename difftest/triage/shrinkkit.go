@@ -6,8 +6,10 @@
 package triage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
@@ -65,4 +67,49 @@ func NextPow2(n int) int {
 		p <<= 1
 	}
 	return p
+}
+
+// RankMap replaces the ordinary values of vals by small numbers in the
+// same order, equal values staying equal, as a reduction that keeps a
+// case's order and makes its values readable: the negatives by −n … −1,
+// the positives by 1 … m, where with group g > 1 every g consecutive
+// distinct values of one sign share a number (fewer distinct values).
+// ordinary picks the values renumbered (the others, such as ±0, ±inf and
+// NaN, whose identity a fault may be about, stay); negative tells their
+// sign; key orders them (strictly increasing with the value, on the
+// ordinary values); value makes an element of a rank (−n … m, never 0).
+// It reports whether anything changed.
+func RankMap[V comparable, K cmp.Ordered](vals []V, group int, ordinary, negative func(V) bool, key func(V) K, value func(rank int) V) bool {
+	var neg, pos []K
+	for _, v := range vals {
+		if ordinary(v) {
+			if negative(v) {
+				neg = append(neg, key(v))
+			} else {
+				pos = append(pos, key(v))
+			}
+		}
+	}
+	slices.Sort(neg)
+	neg = slices.Compact(neg)
+	slices.Sort(pos)
+	pos = slices.Compact(pos)
+	changed := false
+	for i, v := range vals {
+		if !ordinary(v) {
+			continue
+		}
+		var rank int
+		if negative(v) {
+			r, _ := slices.BinarySearch(neg, key(v)) // 0 = most negative
+			rank = -((len(neg)-1-r)/group + 1)
+		} else {
+			r, _ := slices.BinarySearch(pos, key(v))
+			rank = r/group + 1
+		}
+		nv := value(rank)
+		changed = changed || nv != v
+		vals[i] = nv
+	}
+	return changed
 }

@@ -45,3 +45,25 @@ func TestSpanNextPow2(t *testing.T) {
 		}
 	}
 }
+
+// RankMap on integers (0 stays): the negatives −7, −2 become −2, −1 and
+// the positives 3, 5, 100 become 1, 2, 3; with groups of two, −7 and −2
+// share −1, 3 and 5 share 1, and 100 is 2. A map already of ranks is
+// unchanged.
+func TestRankMap(t *testing.T) {
+	id := func(v int) int { return v }
+	ordinary := func(v int) bool { return v != 0 }
+	negative := func(v int) bool { return v < 0 }
+	for _, c := range []struct {
+		group int
+		want  []int
+	}{{1, []int{-2, 1, 0, 1, 3, -1, 2}}, {2, []int{-1, 1, 0, 1, 2, -1, 1}}} {
+		v := []int{-7, 3, 0, 3, 100, -2, 5}
+		if !RankMap(v, c.group, ordinary, negative, id, id) || !slices.Equal(v, c.want) {
+			t.Errorf("group %d: %v, want %v (changed)", c.group, v, c.want)
+		}
+		if RankMap(v, 1, ordinary, negative, id, id) {
+			t.Errorf("group %d: renumbering the ranks %v changed them", c.group, v)
+		}
+	}
+}

@@ -1,11 +1,13 @@
-// Package boundtest is the resource check the hostile-input tests share
+// Package boundtest is what the hostile-input tests share
 // (docs/interfaces.md: every read of a file or of a child's output is
-// bounded before it is allocated): a call must return within a time limit
-// and allocate at most a given number of bytes.
+// bounded before it is allocated): the resource check, a call must return
+// within a time limit and allocate at most a given number of bytes, and
+// the FIFO such tests hand where a file is expected.
 package boundtest
 
 import (
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,4 +32,15 @@ func Within(t testing.TB, what string, limit time.Duration, maxAlloc uint64, f f
 	if got := after.TotalAlloc - before.TotalAlloc; got > maxAlloc {
 		t.Errorf("%s: allocated %d bytes, want at most %d: the input was read before it was bounded", what, got, maxAlloc)
 	}
+}
+
+// FIFO makes a named pipe at path (mode 0600) and returns path; a failure
+// is fatal. Nothing writes to it: a reader that opens it without
+// O_NONBLOCK waits for ever, which is what the tests check does not happen.
+func FIFO(t testing.TB, path string) string {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -46,7 +46,7 @@ func TestScanHandWorked(t *testing.T) {
 	write(t, root, "kernels/alpha/alpha.cu", "#include \"alpha.h\"\n")
 	write(t, root, "kernels/alpha/alpha.h", "/* x */\n#define KD_ALPHA_ENTRIES(X) \\\n    X(alpha_op, kd_alpha_64, kd_alpha_params, KD_ALPHA_THREADS) \\\n    X(alpha_op, kd_alpha_128, kd_alpha_params, (32 * 4))\n#define OTHER 1\n")
 	write(t, root, "kernels/beta/kernel.go", "package beta\nfunc init() { difftest.RegisterKernel(K{}) }\n")
-	write(t, root, "kernels/emu/emu_run.cu", "int main() {}\n")
+	write(t, root, "kernels/emu/libcuda_emu.cu", "int main() {}\n")
 	write(t, root, "kernels/gamma/x_test.go", "package gamma\nfunc init() { difftest.RegisterKernel(K{}) }\n")
 	k, err := Scan(root)
 	if err != nil {
@@ -77,6 +77,20 @@ func TestScanHandWorked(t *testing.T) {
 	if !strings.HasSuffix(string(f["kernels/entries.txt"]), "alpha_op\talpha\tkd_alpha_128\tkd_alpha_params\t(32 * 4)\n") {
 		t.Errorf("entries.txt:\n%s", f["kernels/entries.txt"])
 	}
+	// One adapter function for the contract's two entry points.
+	h := string(f["kernels/kd_adapter.h"])
+	for _, s := range []string{
+		"#include \"alpha/alpha.h\"\n",
+		"#define KD_ADAPTER_KERNELS(X) \\\n    X(alpha_op, kd_alpha_params)\n",
+		"KD_ADAPTER_API int kd_adapter_alpha_op(const kd_alpha_params *p, cudaStream_t stream);\n",
+	} {
+		if !strings.Contains(h, s) {
+			t.Errorf("kd_adapter.h lacks %q:\n%s", s, h)
+		}
+	}
+	if n := strings.Count(h, "KD_ADAPTER_API int kd_adapter_"); n != 1 {
+		t.Errorf("kd_adapter.h declares %d adapter functions, want 1", n)
+	}
 }
 
 // TestScanErrors checks that a CUDA folder without its entry list, and an
@@ -93,5 +107,10 @@ func TestScanErrors(t *testing.T) {
 	write(t, root, "kernels/beta/beta.h", "#define KD_BETA_ENTRIES(X) X(b, kd_same, q, 1)\n")
 	if _, err := Scan(root); err == nil || !strings.Contains(err.Error(), "entry point kd_same is declared by kernels/alpha/alpha.h and kernels/beta/beta.h") {
 		t.Errorf("duplicate entry: err %v", err)
+	}
+	// One contract, two structs: no one adapter function could take both.
+	write(t, root, "kernels/beta/beta.h", "#define KD_BETA_ENTRIES(X) X(a, kd_other, q, 1)\n")
+	if _, err := Scan(root); err == nil || !strings.Contains(err.Error(), "contract a: entry kd_same takes p (kernels/alpha/alpha.h), entry kd_other takes q (kernels/beta/beta.h)") {
+		t.Errorf("two structs for one contract: err %v", err)
 	}
 }

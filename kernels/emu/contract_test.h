@@ -8,11 +8,11 @@
 #ifndef KD_EMU_CONTRACT_TEST_H
 #define KD_EMU_CONTRACT_TEST_H
 
+#include <bit>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 
 namespace kd_contract_test {
 
@@ -36,18 +36,8 @@ inline void expect(bool ok, const char *fmt, ...)
 }
 
 /* f_of is the f32 whose bits are u; u_of the bits of f. */
-inline float f_of(uint32_t u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-inline uint32_t u_of(float f)
-{
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+inline float f_of(uint32_t u) { return std::bit_cast<float>(u); }
+inline uint32_t u_of(float f) { return std::bit_cast<uint32_t>(f); }
 
 /* e4m3fn value of a code (OCP OFP8: bias 7, subnormals m * 2^-9, 0x7F and
  * 0xFF NaN). */

@@ -129,8 +129,10 @@ def _skip_raw(text, i):
     return text.index(")" + delim + '"', open_paren) + len(delim) + 2
 
 
-def _match_paren(text, i):
-    """Index of the ')' closing the '(' at text[i]."""
+def _outside_strings(text, i=0):
+    """(index, character, depth) for each character of text from i on that is
+    outside string and char literals; depth is the number of brackets open
+    after it (an opening bracket counts itself, a closing one is closed)."""
     depth = 0
     while i < len(text):
         c = text[i]
@@ -141,28 +143,25 @@ def _match_paren(text, i):
             depth += 1
         elif c in ")]}":
             depth -= 1
-            if depth == 0:
-                return i
+        yield i, c, depth
         i += 1
+
+
+def _match_paren(text, i):
+    """Index of the ')' closing the '(' at text[i]."""
+    for j, c, depth in _outside_strings(text, i):
+        if c in ")]}" and depth == 0:
+            return j
     raise ValueError("unbalanced parentheses in asm statement")
 
 
 def _split_top(text, sep):
     """text split at sep characters outside strings and brackets."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c in "\"'":
-            i = _skip_string(text, i)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-        i += 1
+    parts, start = [], 0
+    for j, c, depth in _outside_strings(text):
+        if c == sep and depth == 0:
+            parts.append(text[start:j])
+            start = j + 1
     parts.append(text[start:])
     return parts
 
@@ -288,20 +287,8 @@ def _chevron(text, p):
     if start is None:
         return None
     callee = text[start:p].strip()
-    depth, q = 0, p + 3
-    while q < len(text):
-        c = text[q]
-        if c in "\"'":
-            q = _skip_string(text, q)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith(">>>", q):
-            break
-        q += 1
-    else:
+    q = next((j for j, _, depth in _outside_strings(text, p + 3) if depth == 0 and text.startswith(">>>", j)), -1)
+    if q < 0:
         raise ValueError("no >>> closing the launch configuration")
     config = text[p + 3 : q]
     a = q + 3

@@ -119,6 +119,7 @@
 #include <deque>
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <functional>
 #include <map>
 #include <memory>
@@ -976,26 +977,13 @@ inline float atomicAdd(float *p, float v)
 {
     static_assert(sizeof(float) == sizeof(unsigned));
     unsigned *u = reinterpret_cast<unsigned *>(p);
-    const unsigned old = emu::update(u, [v](unsigned o) {
-        float f;
-        std::memcpy(&f, &o, 4);
-        f += v;
-        unsigned r;
-        std::memcpy(&r, &f, 4);
-        return r;
-    });
-    float f;
-    std::memcpy(&f, &old, 4);
-    return f;
+    const unsigned old = emu::update(u, [v](unsigned o) { return std::bit_cast<unsigned>(std::bit_cast<float>(o) + v); });
+    return std::bit_cast<float>(old);
 }
 inline float atomicExch(float *p, float v)
 {
-    unsigned u;
-    std::memcpy(&u, &v, 4);
-    const unsigned old = __atomic_exchange_n(reinterpret_cast<unsigned *>(p), u, __ATOMIC_RELAXED);
-    float f;
-    std::memcpy(&f, &old, 4);
-    return f;
+    const unsigned old = __atomic_exchange_n(reinterpret_cast<unsigned *>(p), std::bit_cast<unsigned>(v), __ATOMIC_RELAXED);
+    return std::bit_cast<float>(old);
 }
 
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
@@ -1039,42 +1027,14 @@ inline float max(float a, float b) { return std::fmax(a, b); }
 inline double min(double a, double b) { return std::fmin(a, b); }
 inline double max(double a, double b) { return std::fmax(a, b); }
 
-inline unsigned __float_as_uint(float f)
-{
-    unsigned u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float __uint_as_float(unsigned u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-inline int __float_as_int(float f)
-{
-    int i;
-    std::memcpy(&i, &f, 4);
-    return i;
-}
-inline float __int_as_float(int i)
-{
-    float f;
-    std::memcpy(&f, &i, 4);
-    return f;
-}
-inline long long __double_as_longlong(double d)
-{
-    long long i;
-    std::memcpy(&i, &d, 8);
-    return i;
-}
-inline double __longlong_as_double(long long i)
-{
-    double d;
-    std::memcpy(&d, &i, 8);
-    return d;
-}
+/* The bit reinterpretations: std::bit_cast, the same bytes read as the
+ * other type of the same size. */
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
+inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
+inline long long __double_as_longlong(double d) { return std::bit_cast<long long>(d); }
+inline double __longlong_as_double(long long i) { return std::bit_cast<double>(i); }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }

@@ -480,6 +480,20 @@ bool ptx_serves(const char *text, int major, int minor)
     return arch <= 10u * static_cast<unsigned>(major) + static_cast<unsigned>(minor);
 }
 
+/* error_text sets *s to the field of code's entry in kErrors (nullptr
+ * for a code not there): cuGetErrorName's and cuGetErrorString's answer. */
+int error_text(int code, const char **s, const char *ErrorText::*field)
+{
+    if (s == nullptr) return kInvalidValue;
+    for (const ErrorText &e : kErrors)
+        if (e.code == code) {
+            *s = e.*field;
+            return kSuccess;
+        }
+    *s = nullptr;
+    return kInvalidValue;
+}
+
 } /* namespace */
 
 extern "C" {
@@ -501,29 +515,9 @@ KD_EXPORT int cuDriverGetVersion(int *v)
     return kSuccess;
 }
 
-KD_EXPORT int cuGetErrorName(int code, const char **s)
-{
-    if (s == nullptr) return kInvalidValue;
-    for (const ErrorText &e : kErrors)
-        if (e.code == code) {
-            *s = e.name;
-            return kSuccess;
-        }
-    *s = nullptr;
-    return kInvalidValue;
-}
+KD_EXPORT int cuGetErrorName(int code, const char **s) { return error_text(code, s, &ErrorText::name); }
 
-KD_EXPORT int cuGetErrorString(int code, const char **s)
-{
-    if (s == nullptr) return kInvalidValue;
-    for (const ErrorText &e : kErrors)
-        if (e.code == code) {
-            *s = e.desc;
-            return kSuccess;
-        }
-    *s = nullptr;
-    return kInvalidValue;
-}
+KD_EXPORT int cuGetErrorString(int code, const char **s) { return error_text(code, s, &ErrorText::desc); }
 
 KD_EXPORT int cuDeviceGetCount(int *n)
 {

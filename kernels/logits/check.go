@@ -121,76 +121,55 @@ func wantAt(p Params, t *difftest.Tensor, i int) float64 {
 	return v
 }
 
-// tally accumulates a comparison.
+// tally accumulates a comparison: the compared elements (difftest.Tally,
+// key (row, position): the checked and the clean tail positions) and the
+// positions' own counts.
 type tally struct {
+	difftest.Tally
 	positions, checked, dontCare, tail int
-	zeros, mismatch, nonFinite         int
+	zeros                              int
 	firstDC                            string
-	maxRatio                           float64
-	worst                              difftest.Worst // key (row, position)
 }
 
 func (t *tally) merge(o *tally) {
+	t.Tally.Merge(&o.Tally)
 	t.positions += o.positions
 	t.checked += o.checked
 	t.dontCare += o.dontCare
 	t.tail += o.tail
 	t.zeros += o.zeros
-	t.mismatch += o.mismatch
-	t.nonFinite += o.nonFinite
 	if t.firstDC == "" {
 		t.firstDC = o.firstDC
 	}
-	t.maxRatio = math.Max(t.maxRatio, o.maxRatio)
-	t.worst.Merge(&o.worst)
 }
 
-// record counts one compared element; mk builds its report entry, called
-// only when the element enters the worst list.
+// record counts one compared element (difftest.Tally.Record); a failed
+// one's ratio is above 1 whatever the bound's share. mk builds its report
+// entry, called only when the element enters the worst list.
 func (t *tally) record(failed, nonFinite bool, ratio float64, mk func() difftest.Element, b, s int) {
 	if failed {
-		t.mismatch++
-		if nonFinite {
-			t.nonFinite++
-		}
 		ratio = math.Max(ratio, math.Nextafter(1, 2))
 	}
-	ratio = math.Min(ratio, ratioCap)
-	t.maxRatio = math.Max(t.maxRatio, ratio)
-	if ratio == 0 && !failed {
-		return
-	}
-	t.worst.Offer(ratio, [2]int{b, s}, mk)
+	t.Record([2]int{b, s}, failed, nonFinite, ratio, mk)
 }
 
 func (t *tally) result() difftest.Result {
-	compared := t.checked + t.tail
 	m := map[string]any{
 		"positions":         t.positions,
 		"checked":           t.checked,
 		"dont_care":         t.dontCare,
 		"tail_checked":      t.tail,
-		"mismatches":        t.mismatch,
+		"mismatches":        t.Mismatches,
 		"mismatch_fraction": 0.0,
-		"max_ratio":         t.maxRatio,
+		"max_ratio":         t.MaxRatio,
 		"zero_logits":       t.zeros,
 	}
-	if compared > 0 {
-		m["mismatch_fraction"] = float64(t.mismatch) / float64(compared)
+	if t.Elements > 0 {
+		m["mismatch_fraction"] = float64(t.Mismatches) / float64(t.Elements)
 	}
-	r := difftest.Result{Metrics: m, Worst: t.worst.Elements()}
-	if t.mismatch == 0 {
-		if t.positions > 0 && t.checked == 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("no position has a specified value (all %d don't care; %s): only the clean tail and the guards were checked", t.positions, t.firstDC))
-		}
-		return r
+	r := difftest.Result{Metrics: m, Worst: t.Worst.Elements()}
+	if !t.Verdict(&r) && t.positions > 0 && t.checked == 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("no position has a specified value (all %d don't care; %s): only the clean tail and the guards were checked", t.positions, t.firstDC))
 	}
-	r.Class = difftest.Mismatch
-	if t.nonFinite > 0 {
-		r.Class = difftest.NonFinite
-	}
-	w := t.worst.Items()[0]
-	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
-		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.mismatch, compared)
 	return r
 }

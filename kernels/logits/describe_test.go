@@ -10,39 +10,24 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/internal/golden"
 )
 
 // TestDescribeFamiliesMatchesParser checks the family documentation
 // against CheckSpec (paramtest.CheckFamilies), each family's doc against
-// FamilyDoc, and that exactly lengths is marked required.
+// FamilyDoc, and that exactly lengths is marked required
+// (paramtest.CheckFamilyDocs).
 func TestDescribeFamiliesMatchesParser(t *testing.T) {
 	paramtest.CheckFamilies(t, Kernel{}, ".", 13, "K") // K: a topk param, unknown here
-	for _, fi := range (Kernel{}).DescribeFamilies() {
-		if fi.Doc != FamilyDoc(fi.Name) {
-			t.Errorf("family %s: doc %q, want FamilyDoc's", fi.Name, fi.Doc)
-		}
-		for _, p := range fi.Params {
-			if p.Required != (p.Name == "lengths") {
-				t.Errorf("family %s param %s: required = %v", fi.Name, p.Name, p.Required)
-			}
-		}
-	}
+	paramtest.CheckFamilyDocs(t, Kernel{}, FamilyDoc, func(_, param string) bool { return param == "lengths" })
 }
 
 // CheckSpec must agree with NewCase: the same error, or nil exactly when
 // NewCase draws the case.
 func TestCheckSpecAgreesWithNewCase(t *testing.T) {
-	agree := func(spec difftest.CaseSpec) error {
-		checkErr := CheckSpec(spec)
-		_, drawErr := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if (checkErr == nil) != (drawErr == nil) || (checkErr != nil && checkErr.Error() != drawErr.Error()) {
-			t.Errorf("%s %v: CheckSpec = %v, NewCase = %v", spec.ID(), spec.Params, checkErr, drawErr)
-		}
-		return checkErr
-	}
+	agree := func(spec difftest.CaseSpec) error { return kerneltest.CheckSpecAgrees(t, Kernel{}, spec) }
 	for _, name := range []string{"quick"} {
 		for _, s := range loadSuite(t, name) {
 			if err := agree(s); err != nil {

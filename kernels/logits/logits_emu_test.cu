@@ -347,33 +347,21 @@ void test_traps()
     p.logits_bf16 = 0;
     auto traps = [&](kd_logits_params x) { return emu::launch(1, KD_LOGITS_THREADS, [&] { kd_indexer_logits(x); }); };
     expect(traps(p) == 0, "traps: the valid launch trapped");
-    kd_logits_params x = p;
-    x.store = 7;
-    expect(traps(x) > 0, "traps: store 7 did not trap");
-    x = p;
-    x.page_table = bad_table;
-    expect(traps(x) > 0, "traps: page id 7 of 1 pages did not trap");
-    x = p;
-    x.seq_lens = &bad_len;
-    expect(traps(x) > 0, "traps: seq_len 100 above stride 64 did not trap");
-    x = p;
-    x.heads = 65;
-    expect(traps(x) > 0, "traps: 65 heads did not trap");
-    x = p;
-    x.tiles = 2;
-    expect(traps(x) > 0, "traps: tiles 2 for stride 64 did not trap");
-    x = p;
-    x.next_n = 0;
-    expect(traps(x) > 0, "traps: next_n 0 did not trap");
-    x = p;
-    x.logits_bf16 = 2;
-    expect(traps(x) > 0, "traps: logits_bf16 2 did not trap");
-    x = p;
-    x.page_stride = 132 * 64 - 4;
-    expect(traps(x) > 0, "traps: page_stride below 132P did not trap");
-    x = p;
-    x.page_stride = 132 * 64 + 2;
-    expect(traps(x) > 0, "traps: page_stride not a multiple of 4 did not trap");
+    /* expect_trap: the valid launch with one field broken must trap. */
+    auto expect_trap = [&](const char *what, auto change) {
+        kd_logits_params x = p;
+        change(x);
+        expect(traps(x) > 0, "traps: %s did not trap", what);
+    };
+    expect_trap("store 7", [](kd_logits_params &x) { x.store = 7; });
+    expect_trap("page id 7 of 1 pages", [&](kd_logits_params &x) { x.page_table = bad_table; });
+    expect_trap("seq_len 100 above stride 64", [&](kd_logits_params &x) { x.seq_lens = &bad_len; });
+    expect_trap("65 heads", [](kd_logits_params &x) { x.heads = 65; });
+    expect_trap("tiles 2 for stride 64", [](kd_logits_params &x) { x.tiles = 2; });
+    expect_trap("next_n 0", [](kd_logits_params &x) { x.next_n = 0; });
+    expect_trap("logits_bf16 2", [](kd_logits_params &x) { x.logits_bf16 = 2; });
+    expect_trap("page_stride below 132P", [](kd_logits_params &x) { x.page_stride = 132 * 64 - 4; });
+    expect_trap("page_stride not a multiple of 4", [](kd_logits_params &x) { x.page_stride = 132 * 64 + 2; });
     std::printf("%s: preconditions trap\n", g_failed ? "FAIL" : "ok  ");
 }
 

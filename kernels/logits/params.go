@@ -11,6 +11,7 @@ import (
 	"math/bits"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
 
 // KernelName is the contract name of docs/contracts/indexer_logits.md.
@@ -100,18 +101,11 @@ type Params struct {
 // Log2P returns log2 of the page size (PageSize must be a power of two).
 func (p Params) Log2P() int { return bits.TrailingZeros(uint(p.PageSize)) }
 
-// PageBytes returns the tight bytes of one cache page: 132·P for FP8 (128
-// code bytes and a 4-byte f32 scale per slot), 256·P for BF16, 68·P for
-// FP4 (64 code bytes and 4 ue8m0 bytes per slot).
-func (p Params) PageBytes() int {
-	switch p.Store {
-	case StoreBF16:
-		return 2 * Dim * p.PageSize
-	case StoreFP4:
-		return FP4TokenBytes * p.PageSize
-	}
-	return (Dim + 4) * p.PageSize
-}
+// PageBytes returns the tight bytes of one cache page, the layout
+// norm_rope_store writes (normrope.PageBytes): 132·P for FP8 (128 code
+// bytes and a 4-byte f32 scale per slot), 256·P for BF16, 68·P for FP4 (64
+// code bytes and 4 ue8m0 bytes per slot).
+func (p Params) PageBytes() int { return normrope.PageBytes(p.Store, p.PageSize) }
 
 // Pitch returns the bytes from one cache page to the next: PageStride, or
 // PageBytes when it is 0. Bytes [PageBytes, Pitch) of a page are padding,
@@ -260,42 +254,27 @@ func (p Params) Check() error {
 			return difftest.Inputf("page_stride", nil, "must be a multiple of 4 bytes (the scale words stay aligned), got %d", s)
 		}
 	}
-	type bound struct {
-		name   string
-		v, max int64
-		why    string
-	}
 	B, S, M, N := int64(p.Batch), int64(p.Stride), int64(p.MaxPages), int64(p.NumPages)
 	cacheName := "num_pages·page_bytes"
 	if p.PageStride != 0 {
 		cacheName = "num_pages·page_stride"
 	}
-	for _, n := range []struct {
-		name string
-		v    int64
-	}{{"batch", B}, {"stride", S}, {"max_pages", M}} {
-		if n.v < 0 {
-			return difftest.Inputf(n.name, nil, "must be ≥ 0, got %d", n.v)
-		}
+	if err := difftest.NonNegative(difftest.Size{Name: "batch", V: B}, difftest.Size{Name: "stride", V: S}, difftest.Size{Name: "max_pages", V: M}); err != nil {
+		return err
 	}
 	if N < 1 {
 		return difftest.Inputf("num_pages", nil, "the cache must hold at least one page, got %d", N)
 	}
-	for _, b := range []bound{
-		{"batch", B, MaxBatch, "rows"},
-		{"stride", S, MaxSeqLen, "logits per row"},
-		{"max_pages", M, MaxPages, "page-table entries per row"},
-		{"num_pages", N, MaxNumPages, "cache pages"},
-		{"batch·next_n·stride", B * int64(p.N()) * S, MaxLogits, "logits"},
-		{"batch·max_pages", B * M, MaxTableEntries, "page-table entries"},
-		{"batch·next_n", B * int64(p.N()), MaxBatch, "query rows"},
-		{cacheName, N * int64(p.Pitch()), MaxCacheBytes, "cache bytes"},
-	} {
-		if b.v > b.max {
-			return difftest.Inputf(b.name, nil, "exceeds the limit of %d %s: got %d", b.max, b.why, b.v)
-		}
-	}
-	return nil
+	return difftest.WithinLimits(
+		difftest.AtMost("batch", B, MaxBatch, "rows"),
+		difftest.AtMost("stride", S, MaxSeqLen, "logits per row"),
+		difftest.AtMost("max_pages", M, MaxPages, "page-table entries per row"),
+		difftest.AtMost("num_pages", N, MaxNumPages, "cache pages"),
+		difftest.AtMost("batch·next_n·stride", B*int64(p.N())*S, MaxLogits, "logits"),
+		difftest.AtMost("batch·max_pages", B*M, MaxTableEntries, "page-table entries"),
+		difftest.AtMost("batch·next_n", B*int64(p.N()), MaxBatch, "query rows"),
+		difftest.AtMost(cacheName, N*int64(p.Pitch()), MaxCacheBytes, "cache bytes"),
+	)
 }
 
 // ParseParams decodes the JSON form of Params (capture files, exec

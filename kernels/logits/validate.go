@@ -12,6 +12,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
+	"github.com/kerneldiff/kerneldiff/kernels/normrope"
 )
 
 // Validate checks case c against the contract and returns the first broken
@@ -271,17 +272,10 @@ func slotBytes(p Params, slot int64) (at, scaleAt int64) {
 	return slotBytesPitch(p, slot, int64(p.Pitch()))
 }
 
-// slotBytesPitch is slotBytes with pages pitch bytes apart.
+// slotBytesPitch is slotBytes with pages pitch bytes apart: the layout
+// norm_rope_store writes (normrope.SlotBytes).
 func slotBytesPitch(p Params, slot, pitch int64) (at, scaleAt int64) {
-	page, off := slot>>p.Log2P(), slot&int64(p.PageSize-1)
-	base := page * pitch
-	switch p.Store {
-	case StoreBF16:
-		return base + off*2*Dim, -1
-	case StoreFP4:
-		return base + off*FP4CodeBytes, base + int64(FP4CodeBytes*p.PageSize) + off*FP4Blocks
-	}
-	return base + off*Dim, base + int64(Dim*p.PageSize) + off*4
+	return normrope.SlotBytes(p.Store, p.PageSize, slot, pitch)
 }
 
 // key decodes the key of a slot exactly: FP8, the e4m3fn values of its

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
@@ -23,16 +24,7 @@ import (
 func TestBF16DotAnotherOrder(t *testing.T) {
 	c := mustCase(t, "gaussian", map[string]any{"store": "fp8", "P": int64(16), "H": int64(8), "lengths": []any{int64(600)}})
 	want := reference(t, c)
-	var mut difftest.Mutant
-	for _, m := range Mutants() {
-		if m.Name == "logits-bf16-dot" {
-			mut = m
-		}
-	}
-	base := newLogits(c)
-	if err := mut.Run(c, []*difftest.Tensor{base}); err != nil {
-		t.Fatal(err)
-	}
+	base := kerneltest.RunMutant(t, Kernel{}, c, "logits-bf16-dot")[0]
 	move := func(rel float64) *difftest.Tensor {
 		got := base.Clone()
 		L := int(c.Input(NameSeqLens).I32(0))

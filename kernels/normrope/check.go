@@ -122,16 +122,13 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 
 // tally accumulates a comparison.
 type tally struct {
-	written, tokens    int
-	dontCare           int
-	firstDC            string // why the first don't-care token is, for messages
-	elements, mismatch int
-	offNearest         int
-	scaleMismatch      int
-	nonFinite          int
-	maxDist            int
-	maxRatio           float64
-	worst              difftest.Worst // key (token, 0), then the element's index
+	difftest.Tally  // the compared elements; key (token, 0), then the element's index
+	written, tokens int
+	dontCare        int
+	firstDC         string // why the first don't-care token is, for messages
+	offNearest      int
+	scaleMismatch   int
+	maxDist         int
 }
 
 func newTally() *tally { return &tally{} }
@@ -144,31 +141,16 @@ func (t *tally) merge(o *tally) {
 		t.firstDC = o.firstDC
 	}
 	t.offNearest += o.offNearest
-	t.elements += o.elements
-	t.mismatch += o.mismatch
 	t.scaleMismatch += o.scaleMismatch
-	t.nonFinite += o.nonFinite
 	t.maxDist = max(t.maxDist, o.maxDist)
-	t.maxRatio = math.Max(t.maxRatio, o.maxRatio)
-	t.worst.Merge(&o.worst)
+	t.Tally.Merge(&o.Tally)
 }
 
-// record counts one element with its verdict; mk builds its report entry,
-// called only when the element enters the worst list.
+// record counts one element with its verdict (difftest.Tally.Record); mk
+// builds its report entry, called only when the element enters the worst
+// list.
 func (t *tally) record(token int, failed, nonFinite bool, ratio float64, mk func() difftest.Element) {
-	t.elements++
-	if failed {
-		t.mismatch++
-		if nonFinite {
-			t.nonFinite++
-		}
-	}
-	ratio = math.Min(ratio, ratioCap)
-	t.maxRatio = math.Max(t.maxRatio, ratio)
-	if ratio == 0 && !failed {
-		return
-	}
-	t.worst.Offer(ratio, [2]int{token, 0}, mk)
+	t.Record([2]int{token, 0}, failed, nonFinite, ratio, mk)
 }
 
 func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
@@ -177,13 +159,13 @@ func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
 		"tokens_checked":    t.tokens,
 		"off_nearest":       t.offNearest,
 		"tokens_dont_care":  t.dontCare,
-		"elements":          t.elements,
-		"mismatches":        t.mismatch,
+		"elements":          t.Elements,
+		"mismatches":        t.Mismatches,
 		"mismatch_fraction": 0.0,
-		"max_ratio":         t.maxRatio,
+		"max_ratio":         t.MaxRatio,
 	}
-	if t.elements > 0 {
-		m["mismatch_fraction"] = float64(t.mismatch) / float64(t.elements)
+	if t.Elements > 0 {
+		m["mismatch_fraction"] = float64(t.Mismatches) / float64(t.Elements)
 	}
 	if p.Store == StoreBF16 {
 		m["max_ulp"] = t.maxDist
@@ -191,25 +173,15 @@ func (t *tally) result(p Params, dontCareOK bool) difftest.Result {
 		m["max_code_distance"] = t.maxDist
 		m["scale_mismatches"] = t.scaleMismatch
 	}
-	r := difftest.Result{Metrics: m, Worst: t.worst.Elements()}
-	if t.mismatch == 0 {
-		if t.written > 0 && t.tokens == 0 {
-			msg := fmt.Sprintf("no written token has a specified value (all %d don't care; %s): only the canaries were checked", t.written, t.firstDC)
-			if !dontCareOK {
-				r.Class, r.Message = difftest.InvalidCase, msg+", and the family is not one whose point is don't-care tokens"
-				return r
-			}
-			r.Warnings = append(r.Warnings, msg)
+	r := difftest.Result{Metrics: m, Worst: t.Worst.Elements()}
+	if !t.Verdict(&r) && t.written > 0 && t.tokens == 0 {
+		msg := fmt.Sprintf("no written token has a specified value (all %d don't care; %s): only the canaries were checked", t.written, t.firstDC)
+		if !dontCareOK {
+			r.Class, r.Message = difftest.InvalidCase, msg+", and the family is not one whose point is don't-care tokens"
+			return r
 		}
-		return r
+		r.Warnings = append(r.Warnings, msg)
 	}
-	r.Class = difftest.Mismatch
-	if t.nonFinite > 0 {
-		r.Class = difftest.NonFinite
-	}
-	w := t.worst.Items()[0]
-	r.Message = fmt.Sprintf("%s %s: got %s, want %s (ratio %.3g); %d of %d elements mismatch",
-		w.Element.Tensor, w.Element.Index, w.Element.Got, w.Element.Want, w.Ratio, t.mismatch, t.elements)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
@@ -23,13 +24,10 @@ func genCase(t *testing.T, family string, params map[string]any) *difftest.Case 
 	return c
 }
 
+// reference returns the reference's cache of c (kerneltest.Reference).
 func reference(t *testing.T, c *difftest.Case) *difftest.Tensor {
 	t.Helper()
-	want := newCache(c)
-	if err := Compute(c, want); err != nil {
-		t.Fatal(err)
-	}
-	return want
+	return kerneltest.Reference(t, Kernel{}, c)[0]
 }
 
 func check(c *difftest.Case, got, want *difftest.Tensor) difftest.Result {
@@ -262,21 +260,8 @@ func TestWrittenAndEquivalent(t *testing.T) {
 
 func TestFromTensorsRoundTrip(t *testing.T) {
 	c := genCase(t, "slots", map[string]any{"preset": "v32", "N": int64(9), "P": int64(4)})
-	raw, err := json.Marshal(c.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tensors := map[string]*difftest.Tensor{}
-	for _, in := range c.Inputs {
-		tensors[in.Name] = in
-	}
-	r, err := FromTensors(c.ID, raw, tensors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(r); err != nil {
-		t.Fatal(err)
-	}
+	raw, tensors := kerneltest.Captured(t, c)
+	r := kerneltest.RoundTrip(t, Kernel{}, c)
 	a, b := reference(t, c), reference(t, r)
 	if string(a.Data) != string(b.Data) {
 		t.Error("the rebuilt case computes different bytes")

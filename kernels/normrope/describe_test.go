@@ -16,16 +16,7 @@ import (
 // every param).
 func TestDescribeFamiliesMatchesParser(t *testing.T) {
 	paramtest.CheckFamilies(t, Kernel{}, ".", 15, "K") // K: a topk param, unknown here
-	for _, fi := range (Kernel{}).DescribeFamilies() {
-		if fi.Doc != FamilyDoc(fi.Name) {
-			t.Errorf("family %s: doc %q, want FamilyDoc's %q", fi.Name, fi.Doc, FamilyDoc(fi.Name))
-		}
-		for _, p := range fi.Params {
-			if p.Required {
-				t.Errorf("family %s param %s: marked required, but plan has a default for every param", fi.Name, p.Name)
-			}
-		}
-	}
+	paramtest.CheckFamilyDocs(t, Kernel{}, FamilyDoc, func(string, string) bool { return false })
 }
 
 // TestDescribeFamiliesNoneRequired checks that no param is required: every

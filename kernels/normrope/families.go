@@ -6,6 +6,7 @@ package normrope
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -289,18 +290,28 @@ func (g *gen) zeroPositions() {
 // plain scale unless ue8m0 is allowed.
 func needsPlainDirect(ue8m0OK bool) func(Params) error {
 	return func(p Params) error {
-		switch {
-		case p.Norm != NormRMS:
-			return errors.New(`needs norm = "rms"`)
-		case p.Hadamard:
-			return errors.New("needs hadamard = false (its values are placed through the identity RoPE of position 0 without a transform)")
-		case p.Store != StoreFP8:
-			return errors.New(`needs store = "fp8"`)
-		case !ue8m0OK && p.ScaleFmt != ScalePlain:
+		if err := needsDirect(p, StoreFP8); err != nil {
+			return err
+		}
+		if !ue8m0OK && p.ScaleFmt != ScalePlain {
 			return errors.New(`needs scale_fmt = "plain" (the scale must equal amax/448 for z/scale to land on midpoints)`)
 		}
 		return nil
 	}
+}
+
+// needsDirect is the requirement of a constructed family that places its
+// values in the cache directly: RMSNorm, no Hadamard (z = y), and store.
+func needsDirect(p Params, store string) error {
+	switch {
+	case p.Norm != NormRMS:
+		return errors.New(`needs norm = "rms"`)
+	case p.Hadamard:
+		return errors.New("needs hadamard = false (its values are placed through the identity RoPE of position 0 without a transform)")
+	case p.Store != store:
+		return fmt.Errorf("needs store = %q", store)
+	}
+	return nil
 }
 
 // nonFiniteBF16 returns the non-finite patterns of rng.SpecialsBF16, in

@@ -5,7 +5,6 @@
 package normrope
 
 import (
-	"errors"
 	"math"
 
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
@@ -132,18 +131,8 @@ func fillFP4Blocks(g *gen) {
 }
 
 // needsFP4Direct is the requirement of the fp4-blocks family: RMSNorm,
-// no Hadamard (z = y), the FP4 store.
-func needsFP4Direct(p Params) error {
-	switch {
-	case p.Norm != NormRMS:
-		return errors.New(`needs norm = "rms"`)
-	case p.Hadamard:
-		return errors.New("needs hadamard = false (its values are placed through the identity RoPE of position 0 without a transform)")
-	case p.Store != StoreFP4:
-		return errors.New(`needs store = "fp4"`)
-	}
-	return nil
-}
+// no Hadamard (z = y), the FP4 store (needsDirect).
+func needsFP4Direct(p Params) error { return needsDirect(p, StoreFP4) }
 
 func init() {
 	families["fp4-blocks"] = family{

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
@@ -141,20 +141,13 @@ func TestFP4BoundSeeds(t *testing.T) {
 		if fam == FamilyLiteral {
 			continue
 		}
-		spec := difftest.CaseSpec{Kernel: KernelName, Family: fam, Name: "fp4-seeds/" + fam, Params: map[string]any{"N": int64(9), "P": int64(2), "max_pos": int64(300)}}
-		for k, v := range cfg {
-			spec.Params[k] = v
-		}
-		c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
-		if err != nil {
+		c := seededCase("fp4-seeds", fam, cfg, seed)
+		if c == nil {
 			continue // the family does not take this configuration
 		}
 		ran++
 		byFamily[fam]++
-		ref := newCache(c)
-		if err := Compute(c, ref); err != nil {
-			t.Fatal(err)
-		}
+		ref := reference(t, c)
 		l := legitimate[seed%uint64(len(legitimate))]
 		if failed, why := outcome(t, c, ref, func(o []*difftest.Tensor) error { return runSim(c, o, l.sim) }); failed {
 			t.Errorf("%s seed %d %v, kernel %s: false alarm: %s", c.ID, seed, c.Params, l.name, why)
@@ -241,19 +234,11 @@ func TestFP4VariantsDiagnosed(t *testing.T) {
 		impl := difftest.MutantImpl{Kernel: KernelName, Mutant: difftest.Mutant{Name: v.Name, Run: v.Run}}
 		failed := 0
 		for _, spec := range loadSuite(t, "quick") {
-			c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, _ := paramsOf(c)
-			if p.Store != StoreFP4 {
+			c := kerneltest.Draw(t, Kernel{}, spec, 1)
+			if p, _ := paramsOf(c); p.Store != StoreFP4 {
 				continue
 			}
-			rec := difftest.NewRecord(c, impl.Name())
-			out, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, c, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec, out := kerneltest.RunCase(t, Kernel{}, impl, c)
 			if !rec.Failed() {
 				t.Errorf("%s passes %s", name, spec.ID())
 				continue

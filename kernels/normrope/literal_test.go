@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/suite"
-	"github.com/kerneldiff/kerneldiff/difftest/triage"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 )
 
 // TestSuiteEntryRoundTrip: a generated case with holes, NaN row padding
@@ -15,22 +14,8 @@ import (
 // checks the digest).
 func TestSuiteEntryRoundTrip(t *testing.T) {
 	c := genCase(t, "gaussian", map[string]any{"preset": "v32", "N": int64(5), "P": int64(2), "x_stride": int64(130), "max_pos": int64(7)})
-	entry, err := triage.SuiteEntry(c, "g-shrunk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`family = "literal"`, `norm = "layer"`, "eps = 1e-06\n", "N = 5\n", "x_stride = 130\n", "max_pos = 7\n", "7fc0*2"} {
-		if !strings.Contains(entry, want) {
-			t.Errorf("entry has no %q:\n%.600s", want, entry)
-		}
-	}
-	cases, err := suite.ParseSuite("e.toml", []byte(entry))
-	if err != nil || len(cases) != 1 {
-		t.Fatalf("ParseSuite: %v", err)
-	}
-	if err := CheckSpec(cases[0].Spec); err != nil {
-		t.Errorf("CheckSpec: %v", err)
-	}
+	kerneltest.SuiteEntry(t, Kernel{}, c, "g-shrunk",
+		`family = "literal"`, `norm = "layer"`, "eps = 1e-06\n", "N = 5\n", "x_stride = 130\n", "max_pos = 7\n", "7fc0*2")
 }
 
 // TestLiteralErrors: malformed lists, lists of the wrong length and
@@ -48,10 +33,8 @@ func TestLiteralErrors(t *testing.T) {
 		{map[string]any{"N": int64(1), "positions": "1*99999999999"}, "more than 1 values"},
 	} {
 		spec := difftest.CaseSpec{Kernel: KernelName, Family: FamilyLiteral, Name: "l", Params: tc.params}
-		_, err := NewCase(spec, 1, 1)
-		cerr := CheckSpec(spec)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || cerr == nil || cerr.Error() != err.Error() {
-			t.Errorf("%v: NewCase %v, CheckSpec %v; want %q from both", tc.params, err, cerr, tc.want)
+		if err := kerneltest.CheckSpecAgrees(t, Kernel{}, spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q from NewCase and CheckSpec", tc.params, err, tc.want)
 		}
 	}
 }

@@ -41,28 +41,9 @@ func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftes
 		return false
 	}
 	p, x, y, r := in.p, cand[0].Data, got[0].Data, ref.Data
-	owned := make([]bool, len(x))
-	var tb tokenBound
+	n := codeBytes(p)
 	sig, kept := 0, 0
-	for t := 0; t < in.n; t++ {
-		slot := in.loc.I64(t)
-		if slot < 0 {
-			continue
-		}
-		codesAt, scaleAt := slotBytes(p, int(slot))
-		n := codeBytes(p)
-		for i := codesAt; i < codesAt+n; i++ {
-			owned[i] = true
-		}
-		if scaleAt >= 0 {
-			for i := scaleAt; i < scaleAt+4; i++ {
-				owned[i] = true
-			}
-		}
-		in.analyze(t, &tb)
-		if tb.dc != "" {
-			continue
-		}
+	match := in.matchSlots(x, y, func(_, codesAt, scaleAt int) bool {
 		if p.Store == StoreFP4 {
 			// Two e2m1 codes a byte under the block scales: the same scale
 			// bytes and the same codes (±0 one value). One code step is
@@ -115,13 +96,9 @@ func (Kernel) MatchCandidate(c *difftest.Case, name string, cand, got []*difftes
 				return false
 			}
 		}
-	}
-	for i := range x {
-		if !owned[i] && x[i] != y[i] {
-			return false
-		}
-	}
-	return 2*kept >= sig
+		return true
+	})
+	return match && 2*kept >= sig
 }
 
 func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
@@ -132,34 +109,26 @@ func e4m3NaN(c uint8) bool { return c&0x7F == 0x7F }
 // nearE4M3 reports whether two e4m3fn codes are equal, both NaN, or
 // neighbours of one sign (codes one apart; ±0 neighbour the smallest
 // subnormal of their sign, and +0/−0 are equal values).
-func nearE4M3(a, b uint8) bool {
-	switch {
-	case a == b, e4m3NaN(a) && e4m3NaN(b):
-		return true
-	case e4m3NaN(a) || e4m3NaN(b):
-		return false
-	case a&0x7F == 0 && b&0x7F == 0:
-		return true
-	case a&0x80 != b&0x80:
-		return false
-	}
-	d := int(a&0x7F) - int(b&0x7F)
-	return d == 1 || d == -1
-}
+func nearE4M3(a, b uint8) bool { return nearCode(a, b, 0x80, e4m3NaN) }
 
 // nearBF16 is nearE4M3 for bf16 bit patterns.
-func nearBF16(a, b uint16) bool {
-	na, nb := numeric.BF16IsNaN(a), numeric.BF16IsNaN(b)
+func nearBF16(a, b uint16) bool { return nearCode(a, b, 0x8000, numeric.BF16IsNaN) }
+
+// nearCode is nearE4M3 and nearBF16 for sign-magnitude codes whose sign
+// is the bit sign (the top bit), the rest the magnitude's code in value
+// order, and whose NaN codes isNaN names.
+func nearCode[T uint8 | uint16](a, b, sign T, isNaN func(T) bool) bool {
+	na, nb, mag := isNaN(a), isNaN(b), sign-1
 	switch {
 	case a == b, na && nb:
 		return true
 	case na || nb:
 		return false
-	case a&0x7FFF == 0 && b&0x7FFF == 0:
+	case a&mag == 0 && b&mag == 0:
 		return true
-	case a&0x8000 != b&0x8000:
+	case a&sign != b&sign:
 		return false
 	}
-	d := int(a&0x7FFF) - int(b&0x7FFF)
+	d := int(a&mag) - int(b&mag)
 	return d == 1 || d == -1
 }

@@ -6,23 +6,14 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
 // mutantOut runs the named catalog mutant on c into a canary-filled cache.
 func mutantOut(t *testing.T, c *difftest.Case, name string) *difftest.Tensor {
 	t.Helper()
-	for _, m := range Mutants() {
-		if m.Name == name {
-			got := newCache(c)
-			if err := m.Run(c, []*difftest.Tensor{got}); err != nil {
-				t.Fatal(err)
-			}
-			return got
-		}
-	}
-	t.Fatalf("no mutant %s", name)
-	return nil
+	return kerneltest.RunMutant(t, Kernel{}, c, name)[0]
 }
 
 // TestMatchCandidateFreedoms: a mutant is matched with the freedoms its
@@ -126,5 +117,34 @@ func TestMatchCandidateFP4(t *testing.T) {
 	}
 	if match(func(b []byte) { b[codesAt+Dim/2] ^= 0x11 }) {
 		t.Error("a byte past the slot's 64 code bytes matches")
+	}
+}
+
+// nearE4M3 and nearBF16 on known codes: one step apart of one sign, ±0
+// (equal values) and the smallest subnormal beside each zero, both NaN;
+// not two steps, not across the sign, not a NaN beside a number.
+func TestNearCodes(t *testing.T) {
+	for _, tc := range []struct {
+		a, b uint8
+		want bool
+	}{
+		{0x38, 0x39, true}, {0x39, 0x38, true}, {0x38, 0x3A, false}, {0x00, 0x80, true},
+		{0x00, 0x01, true}, {0x80, 0x81, true}, {0x01, 0x81, false}, {0x00, 0x81, false},
+		{0x7F, 0xFF, true}, {0x7E, 0x7F, false}, {0xB8, 0xB9, true},
+	} {
+		if got := nearE4M3(tc.a, tc.b); got != tc.want {
+			t.Errorf("nearE4M3(0x%02X, 0x%02X) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b uint16
+		want bool
+	}{
+		{0x3F80, 0x3F81, true}, {0x3F80, 0x3F82, false}, {0x0000, 0x8000, true}, {0x8000, 0x8001, true},
+		{0x0001, 0x8001, false}, {0x7FC0, 0xFFC1, true}, {0x7F80, 0x7F7F, true}, {0x7F80, 0x7FC0, false},
+	} {
+		if got := nearBF16(tc.a, tc.b); got != tc.want {
+			t.Errorf("nearBF16(0x%04X, 0x%04X) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

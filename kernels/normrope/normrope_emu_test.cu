@@ -126,6 +126,19 @@ uint32_t ref_ue8m0_byte(float s)
     return static_cast<uint32_t>(std::min(std::max(127 + ce, 1), 254));
 }
 
+/* push_lcg_samples appends 2^20 f32 values drawn by a 64-bit LCG from
+ * seed s: every odd one any bit pattern, every even one any sign and
+ * mantissa with a biased exponent in [exp0, exp0 + span), around a
+ * format's range. */
+void push_lcg_samples(std::vector<float> &qs, uint64_t s, uint32_t exp0, uint32_t span)
+{
+    for (int i = 0; i < (1 << 20); ++i) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t u = static_cast<uint32_t>(s >> 32);
+        qs.push_back(i & 1 ? f_of(u) : f_of((u & 0x807FFFFFu) | ((exp0 + (u >> 23) % span) << 23)));
+    }
+}
+
 void test_fp4_formats()
 {
     std::vector<float> qs;
@@ -140,12 +153,7 @@ void test_fp4_formats()
     }
     for (float v : {1e30f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(), 0x1p-126f, 1e-4f})
         qs.push_back(v), qs.push_back(-v);
-    uint64_t s = 4242;
-    for (int i = 0; i < (1 << 20); ++i) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        const uint32_t u = static_cast<uint32_t>(s >> 32);
-        qs.push_back(i & 1 ? f_of(u) : f_of((u & 0x807FFFFFu) | ((120u + (u >> 23) % 12u) << 23)));
-    }
+    push_lcg_samples(qs, 4242, 120, 12);
     int bad = 0;
     for (float q : qs) {
         const uint32_t got = kd_normrope::f32_to_e2m1(q), want = ref_e2m1(q);
@@ -182,13 +190,7 @@ void test_formats()
     qs.push_back(f_of(0x7FC00000u));
     qs.push_back(f_of(0xFFC00000u));
     qs.push_back(f_of(0x7F800001u));
-    uint64_t s = 99;
-    for (int i = 0; i < (1 << 20); ++i) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        const uint32_t u = static_cast<uint32_t>(s >> 32);
-        /* exponents around the e4m3 range, plus some of everything */
-        qs.push_back(i & 1 ? f_of(u) : f_of((u & 0x807FFFFFu) | ((110u + (u >> 23) % 30u) << 23)));
-    }
+    push_lcg_samples(qs, 99, 110, 30); /* exponents around the e4m3 range, plus some of everything */
     int bad = 0;
     for (float q : qs) {
         const uint8_t got = kd_normrope::f32_to_e4m3fn(q), want = ref_e4m3(q);

@@ -203,18 +203,9 @@ func presetOrNone(name string) string {
 // Log2P returns log2 of the page size (PageSize must be a power of two).
 func (p Params) Log2P() int { return bits.TrailingZeros(uint(p.PageSize)) }
 
-// PageBytes returns the bytes of one cache page: 132·P for FP8 (128 code
-// bytes and a 4-byte f32 scale per token), 256·P for BF16, 68·P for FP4
-// (64 bytes of packed e2m1 codes and 4 ue8m0 scale bytes per token).
-func (p Params) PageBytes() int {
-	switch p.Store {
-	case StoreBF16:
-		return 2 * Dim * p.PageSize
-	case StoreFP4:
-		return (Dim/2 + 4) * p.PageSize
-	}
-	return (Dim + 4) * p.PageSize
-}
+// PageBytes returns the bytes of one cache page (PageBytes of the store
+// and P): 132·P for FP8, 256·P for BF16, 68·P for FP4.
+func (p Params) PageBytes() int { return PageBytes(p.Store, p.PageSize) }
 
 // NumSlots returns num_pages·P, the number of token slots in the cache.
 func (p Params) NumSlots() int { return p.NumPages * p.PageSize }

@@ -315,37 +315,7 @@ func fill32(v []uint32, x uint32) bool {
 // values). ±0, ±inf and NaN stay. It reports whether anything changed.
 func rankBF16(v []uint16) bool {
 	ordinary := func(b uint16) bool { return b&0x7FFF != 0 && b&0x7F80 != 0x7F80 }
-	var neg, pos []float32
-	for _, b := range v {
-		if ordinary(b) {
-			if f := numeric.BF16ToF32(b); f < 0 {
-				neg = append(neg, f)
-			} else {
-				pos = append(pos, f)
-			}
-		}
-	}
-	slices.Sort(neg)
-	neg = slices.Compact(neg)
-	slices.Sort(pos)
-	pos = slices.Compact(pos)
-	changed := false
-	for i, b := range v {
-		if !ordinary(b) {
-			continue
-		}
-		f := numeric.BF16ToF32(b)
-		var r float32
-		if f < 0 {
-			k, _ := slices.BinarySearch(neg, f)
-			r = -float32(len(neg) - k)
-		} else {
-			k, _ := slices.BinarySearch(pos, f)
-			r = float32(k + 1)
-		}
-		nb := numeric.BF16FromF32(r)
-		changed = changed || nb != b
-		v[i] = nb
-	}
-	return changed
+	negative := func(b uint16) bool { return b&0x8000 != 0 }
+	value := func(r int) uint16 { return numeric.BF16FromF32(float32(r)) }
+	return triage.RankMap(v, 1, ordinary, negative, numeric.BF16ToF32, value)
 }

@@ -8,6 +8,7 @@ package normrope
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
@@ -16,28 +17,50 @@ import (
 // as kernels spell it (bits 0x38D1B717): scale = max(amax, 1e-4)/448.
 const ScaleFloor = 9.99999974737875163555145263671875e-05
 
-// slotBytes locates slot's bytes in the cache. page = slot >> log2 P,
-// off = slot & (P−1):
-//
-//	FP8:  codes at page·132P + off·128 (128 bytes),
-//	      scale at page·132P + 128P + off·4 (4 bytes, f32 little-endian)
-//	BF16: values at page·256P + off·256 (256 bytes, little-endian)
-//	FP4:  packed e2m1 codes at page·68P + off·64 (64 bytes),
-//	      ue8m0 block scales at page·68P + 64P + off·4 (4 bytes, block b in byte b)
-//
-// For BF16, scaleAt is −1. Offsets are in int (64-bit on the hosts Go
-// supports for this project).
+// slotBytes locates slot's bytes in the cache (SlotBytes, pages packed
+// tight). Offsets are in int (64-bit on the hosts Go supports for this
+// project).
 func slotBytes(p Params, slot int) (codesAt, scaleAt int) {
-	page, off := slot>>p.Log2P(), slot&(p.PageSize-1)
-	switch p.Store {
+	c, s := SlotBytes(p.Store, p.PageSize, int64(slot), int64(p.PageBytes()))
+	return int(c), int(s)
+}
+
+// PageBytes returns the tight bytes of one page of a cache of store with
+// page size P: 132·P for FP8 (128 code bytes and a 4-byte f32 scale per
+// token), 256·P for BF16, 68·P for FP4 (64 bytes of packed e2m1 codes and
+// 4 ue8m0 scale bytes per token). The layout is this kernel's output and
+// indexer_logits' input (its page_stride may pad pages: SlotBytes' pitch).
+func PageBytes(store string, P int) int {
+	switch store {
 	case StoreBF16:
-		return page*p.PageBytes() + off*2*Dim, -1
+		return 2 * Dim * P
 	case StoreFP4:
-		base := page * p.PageBytes()
-		return base + off*Dim/2, base + Dim/2*p.PageSize + off*4
+		return (Dim/2 + 4) * P
 	}
-	base := page * p.PageBytes()
-	return base + off*Dim, base + Dim*p.PageSize + off*4
+	return (Dim + 4) * P
+}
+
+// SlotBytes locates slot's bytes in a cache of store with page size P (a
+// power of two) whose pages lie pitch bytes apart (PageBytes when packed
+// tight). page = slot >> log2 P, off = slot & (P−1), base = page·pitch:
+//
+//	FP8:  codes at base + off·128 (128 bytes),
+//	      scale at base + 128P + off·4 (4 bytes, f32 little-endian)
+//	BF16: values at base + off·256 (256 bytes, little-endian)
+//	FP4:  packed e2m1 codes at base + off·64 (64 bytes),
+//	      ue8m0 block scales at base + 64P + off·4 (4 bytes, block b in byte b)
+//
+// For BF16, scaleAt is −1. Offsets are int64: a cache may exceed 2 GiB.
+func SlotBytes(store string, P int, slot, pitch int64) (codesAt, scaleAt int64) {
+	page, off := slot>>bits.TrailingZeros(uint(P)), slot&int64(P-1)
+	base := page * pitch
+	switch store {
+	case StoreBF16:
+		return base + off*2*Dim, -1
+	case StoreFP4:
+		return base + off*Dim/2, base + int64(Dim/2*P) + off*4
+	}
+	return base + off*Dim, base + int64(Dim*P) + off*4
 }
 
 // codeBytes returns the bytes of one slot's values at codesAt (slotBytes):

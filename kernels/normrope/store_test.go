@@ -36,6 +36,33 @@ func TestSlotBytes(t *testing.T) {
 	}
 }
 
+// SlotBytes with pages pitch bytes apart (indexer_logits' page_stride),
+// FP4's layout, and an offset past 2 GiB.
+func TestSlotBytesPitch(t *testing.T) {
+	tests := []struct {
+		store        string
+		P            int
+		slot, pitch  int64
+		codes, scale int64
+		reason       string
+	}{
+		{StoreFP4, 64, 65, 68 * 64, 4352 + 64, 4352 + 4096 + 4, "FP4 page 1 (68·64 = 4352 bytes) offset 1: codes, then the page's 64·64 code bytes and the block scales"},
+		{StoreFP4, 64, 65, 4608, 4608 + 64, 4608 + 4096 + 4, "the same slot with pages 4608 bytes apart"},
+		{StoreFP8, 2, 3, 300, 300 + 128, 300 + 256 + 4, "FP8 P = 2 page 1 offset 1, pages 300 bytes apart"},
+		{StoreBF16, 4, 6, 2048, 2048 + 2*256, -1, "BF16 page 1 offset 2, pages 2048 bytes apart"},
+		{StoreFP8, 64, 300000*64 + 1, 8448, 2534400000 + 128, 2534400000 + 8192 + 4, "page 300000 starts past 2 GiB (300000·8448)"},
+	}
+	for _, tc := range tests {
+		c, s := SlotBytes(tc.store, tc.P, tc.slot, tc.pitch)
+		if c != tc.codes || s != tc.scale {
+			t.Errorf("%s: SlotBytes = (%d, %d), want (%d, %d)", tc.reason, c, s, tc.codes, tc.scale)
+		}
+	}
+	if got := PageBytes(StoreFP4, 64); got != 4352 {
+		t.Errorf("PageBytes(fp4, 64) = %d, want 68·64 = 4352", got)
+	}
+}
+
 func TestNonFiniteBF16(t *testing.T) {
 	want := []uint16{0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FA0, 0xFFA0}
 	got := nonFiniteBF16()

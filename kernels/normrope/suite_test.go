@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
 
 // loadSuite reads the norm_rope_store cases of suite NAME with the
@@ -18,46 +18,28 @@ func loadSuite(t *testing.T, name string) []difftest.CaseSpec {
 	return append(specs, paramtest.KernelSpecs(t, name, "v41.toml", KernelName)...)
 }
 
-const canary = 0xA5
-
-// outcome runs impl on a fresh canary-filled cache and reports whether it
-// failed: a changed byte outside Written (the harness's guard/canary
-// check) or a failing Check against the reference.
+// outcome runs impl on a fresh canary-filled cache and judges it as the
+// harness judges one run (kerneltest.Judge): a changed byte outside
+// Written, then Check against the reference.
 func outcome(t *testing.T, c *difftest.Case, want *difftest.Tensor, impl func([]*difftest.Tensor) error) (failed bool, why string) {
 	t.Helper()
-	got := newCache(c)
-	if err := impl([]*difftest.Tensor{got}); err != nil {
-		t.Fatalf("%s: run: %v", c.ID, err)
-	}
-	if msg := canaryViolation(c, got); msg != "" {
-		return true, "canary: " + msg
-	}
-	r := Check(c, []*difftest.Tensor{got}, []*difftest.Tensor{want})
-	return r.Failed(), string(r.Class) + ": " + r.Message
+	return kerneltest.Judge(t, Kernel{}, c, []*difftest.Tensor{want}, impl)
 }
 
+// newCache returns c's cache filled with the canary (difftest.PoisonA).
 func newCache(c *difftest.Case) *difftest.Tensor {
-	o := c.Outputs[0]
-	ten := difftest.MustTensor(o.Name, o.DType, o.Shape...)
-	for i := range ten.Data {
-		ten.Data[i] = canary
-	}
-	return ten
+	return difftest.PoisonedTensors(c, difftest.PoisonA)[0]
 }
 
-// canaryViolation returns a description of the first byte outside the
-// written ranges that lost the canary, or "".
+// canaryViolation returns the first byte outside the written ranges that
+// lost the canary (kerneltest.Canary's message), or "".
 func canaryViolation(c *difftest.Case, cache *difftest.Tensor) string {
-	owned := make([]bool, len(cache.Data))
-	for _, r := range (Kernel{}).Written(c)[0] {
-		for i := r.Off; i < r.Off+r.Len; i++ {
-			owned[i] = true
-		}
+	_, untouched, err := difftest.Untouched(Kernel{}, c)
+	if err == nil {
+		err = difftest.CheckCanary([]*difftest.Tensor{cache}, untouched, difftest.PoisonA)
 	}
-	for i, b := range cache.Data {
-		if !owned[i] && b != canary {
-			return "byte " + itoa(i) + " outside every written slot changed"
-		}
+	if err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -70,41 +52,9 @@ func itoa(i int) string {
 }
 
 // runSuite checks that the reference passes every case of a suite and that
-// every mutant fails at least one.
+// every mutant fails at least one (kerneltest.CatchMutants).
 func runSuite(t *testing.T, name string) {
-	specs := loadSuite(t, name)
-	caught := map[string]string{}
-	for _, spec := range specs {
-		c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if err != nil {
-			t.Fatalf("%s: %v", spec.ID(), err)
-		}
-		if err := Validate(c); err != nil {
-			t.Fatalf("%s: %v", spec.ID(), err)
-		}
-		want := newCache(c)
-		if err := Compute(c, want); err != nil {
-			t.Fatal(err)
-		}
-		if failed, why := outcome(t, c, want, func(o []*difftest.Tensor) error { return Compute(c, o[0]) }); failed {
-			t.Errorf("%s: reference fails its own check: %s", c.ID, why)
-		}
-		for _, m := range Mutants() {
-			if _, done := caught[m.Name]; done {
-				continue
-			}
-			if failed, why := outcome(t, c, want, func(o []*difftest.Tensor) error { return m.Run(c, o) }); failed {
-				caught[m.Name] = c.ID + " (" + why + ")"
-			}
-		}
-	}
-	for _, m := range Mutants() {
-		if by, ok := caught[m.Name]; ok {
-			t.Logf("%-26s caught by %.160s", m.Name, by)
-		} else {
-			t.Errorf("mutant %s is not caught by suite %s", m.Name, name)
-		}
-	}
+	kerneltest.CatchMutants(t, Kernel{}, name, loadSuite(t, name), 1, Mutants(), nil)
 }
 
 func TestSuiteQuick(t *testing.T) { runSuite(t, "quick") }

@@ -2,12 +2,12 @@ package normrope
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 )
 
 // validCase is a small valid case: 3 tokens, P = 2, 2 pages (4 slots),
@@ -266,10 +266,6 @@ func TestCheckSpecAgreesWithNewCase(t *testing.T) {
 	}
 	for _, spec := range specs {
 		spec.Kernel, spec.Name = KernelName, "spec"
-		_, nerr := NewCase(spec, 1, 1)
-		cerr := Kernel{}.CheckSpec(spec)
-		if fmt.Sprint(nerr) != fmt.Sprint(cerr) {
-			t.Errorf("%s %v: NewCase %v, CheckSpec %v", spec.Family, spec.Params, nerr, cerr)
-		}
+		kerneltest.CheckSpecAgrees(t, Kernel{}, spec)
 	}
 }

@@ -8,6 +8,7 @@
 package normrope
 
 import (
+	"bytes"
 	"math"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -149,15 +150,31 @@ func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
 		return false
 	}
 	p, x, y := in.p, a[0].Data, b[0].Data
+	n := codeBytes(p)
+	return in.matchSlots(x, y, func(_, codesAt, scaleAt int) bool {
+		return bytes.Equal(x[codesAt:codesAt+n], y[codesAt:codesAt+n]) &&
+			(scaleAt < 0 || sameScale(p.ScaleFmt, x[scaleAt:scaleAt+4], y[scaleAt:scaleAt+4]))
+	})
+}
+
+// matchSlots walks two caches x and y of in's case as Match and
+// MatchCandidate compare them: for every token with out_loc ≥ 0 whose
+// values are specified (analyze: not don't care) it calls slot with the
+// token and its slot's code and scale offsets (slotBytes: scaleAt −1
+// where the store keeps no scale there), which reports whether they still
+// match; then every byte outside the written slots (don't-care tokens'
+// slots are written) must be equal in x and y. It returns false at the
+// first mismatch.
+func (in *inputs) matchSlots(x, y []byte, slot func(t, codesAt, scaleAt int) bool) bool {
 	owned := make([]bool, len(x))
+	n := codeBytes(in.p)
 	var tb tokenBound
 	for t := 0; t < in.n; t++ {
-		slot := in.loc.I64(t)
-		if slot < 0 {
+		s := in.loc.I64(t)
+		if s < 0 {
 			continue
 		}
-		codesAt, scaleAt := slotBytes(p, int(slot))
-		n := codeBytes(p)
+		codesAt, scaleAt := slotBytes(in.p, int(s))
 		for i := codesAt; i < codesAt+n; i++ {
 			owned[i] = true
 		}
@@ -170,12 +187,7 @@ func (Kernel) Match(c *difftest.Case, a, b []*difftest.Tensor) bool {
 		if tb.dc != "" {
 			continue
 		}
-		for i := codesAt; i < codesAt+n; i++ {
-			if x[i] != y[i] {
-				return false
-			}
-		}
-		if scaleAt >= 0 && !sameScale(p.ScaleFmt, x[scaleAt:scaleAt+4], y[scaleAt:scaleAt+4]) {
+		if !slot(t, codesAt, scaleAt) {
 			return false
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
@@ -259,15 +259,8 @@ func TestE4M3TruncateDiagnosed(t *testing.T) {
 	}
 	impl := difftest.MutantImpl{Kernel: KernelName, Mutant: difftest.Mutant{Name: v.Name, Run: v.Run}}
 	for _, spec := range loadSuite(t, "quick") {
-		c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := difftest.NewRecord(c, impl.Name())
-		out, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, c, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := kerneltest.Draw(t, Kernel{}, spec, 1)
+		rec, out := kerneltest.RunCase(t, Kernel{}, impl, c)
 		if !rec.Failed() {
 			continue
 		}

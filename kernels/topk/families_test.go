@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/internal/golden"
@@ -28,18 +29,20 @@ func ints(xs ...int) []any {
 	return out
 }
 
-// gen draws a case and validates it.
+// gen draws a case at seed 1 and validates it (kerneltest.Draw).
 func gen(t testing.TB, family, name string, params map[string]any) *difftest.Case {
 	t.Helper()
-	spec := difftest.CaseSpec{Kernel: KernelName, Family: family, Name: name, Params: params}
-	c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-	if err != nil {
-		t.Fatalf("NewCase(%s): %v", spec.ID(), err)
+	return kerneltest.Draw(t, Kernel{}, difftest.CaseSpec{Kernel: KernelName, Family: family, Name: name, Params: params}, 1)
+}
+
+// params64 returns the params of a K = 64, P = 4 case with rows of the
+// given lengths, plus extra.
+func params64(extra map[string]any, lengths ...int) map[string]any {
+	m := map[string]any{"K": int64(64), "P": int64(4), "lengths": ints(lengths...)}
+	for k, v := range extra {
+		m[k] = v
 	}
-	if err := Validate(c); err != nil {
-		t.Fatalf("Validate(%s): %v", spec.ID(), err)
-	}
-	return c
+	return m
 }
 
 // rowBits returns scores[b][0:L].
@@ -98,14 +101,8 @@ func TestDigestsPinned(t *testing.T) {
 
 // TestFamilies checks what each family promises.
 func TestFamilies(t *testing.T) {
-	const K = 64
-	base := func(extra map[string]any, lengths ...int) map[string]any {
-		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
+	const K = 64 // params64's
+	base := params64
 	tests := []struct {
 		family string
 		params map[string]any
@@ -490,21 +487,8 @@ func TestNewCaseAtLimits(t *testing.T) {
 // JSON has the same inputs and the same reference outputs.
 func TestFromTensorsRoundTrip(t *testing.T) {
 	c := gen(t, "needle", "rt", map[string]any{"K": int64(8), "P": int64(2), "lengths": ints(100, 5), "raw": false})
-	js, err := json.Marshal(c.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]*difftest.Tensor{}
-	for _, in := range c.Inputs {
-		m[in.Name] = in
-	}
-	r, err := FromTensors(c.ID, js, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(r); err != nil {
-		t.Fatal(err)
-	}
+	js, m := kerneltest.Captured(t, c)
+	r := kerneltest.RoundTrip(t, Kernel{}, c)
 	a, b := runRef(t, c), runRef(t, r)
 	if len(a) != 1 || len(b) != 1 || !slices.Equal(a[0].Data, b[0].Data) {
 		t.Errorf("reference differs after the round trip")

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 )
 
 // Bit patterns used across the hand-worked tests.
@@ -57,26 +58,16 @@ func handCase(t testing.TB, K, P int, raw bool, scores [][]uint32, lens []int32,
 }
 
 // newOuts allocates the case's outputs filled with a poison pattern
-// (0xA5 bytes), as the harness does.
+// (difftest.PoisonA, 0xA5 bytes), as the harness does.
 func newOuts(c *difftest.Case) []*difftest.Tensor {
-	outs := make([]*difftest.Tensor, len(c.Outputs))
-	for i, o := range c.Outputs {
-		outs[i] = difftest.MustTensor(o.Name, o.DType, o.Shape...)
-		for j := range outs[i].Data {
-			outs[i].Data[j] = 0xA5
-		}
-	}
-	return outs
+	return difftest.PoisonedTensors(c, difftest.PoisonA)
 }
 
-// runRef runs the reference and fails the test on error.
+// runRef runs the reference into poisoned outputs and fails the test on
+// error (kerneltest.Reference).
 func runRef(t testing.TB, c *difftest.Case) []*difftest.Tensor {
 	t.Helper()
-	outs := newOuts(c)
-	if err := Reference(c, outs); err != nil {
-		t.Fatalf("Reference: %v", err)
-	}
-	return outs
+	return kerneltest.Reference(t, Kernel{}, c)
 }
 
 // rowI32 returns row b of an i32 [B, K] tensor.

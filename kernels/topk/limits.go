@@ -47,11 +47,6 @@ const (
 //
 //	K: exceeds the limit of 65536 picks per row: got 268435456
 func checkLimits(p *Params) error {
-	type bound struct {
-		name   string
-		v, max int64
-		why    string
-	}
 	B, S, M, K := int64(p.Batch), int64(p.Stride), int64(p.MaxPages), int64(p.K)
 	if K < 1 {
 		return difftest.Inputf("K", nil, "must be ≥ 1, got %d", K)
@@ -59,29 +54,19 @@ func checkLimits(p *Params) error {
 	if p.P < 1 || p.P&(p.P-1) != 0 {
 		return difftest.Inputf("P", nil, "page size must be a power of two ≥ 1, got %d", p.P)
 	}
-	for _, n := range []struct {
-		name string
-		v    int64
-	}{{"batch", B}, {"stride", S}, {"max_pages", M}} {
-		if n.v < 0 {
-			return difftest.Inputf(n.name, nil, "must be ≥ 0, got %d", n.v)
-		}
+	if err := difftest.NonNegative(difftest.Size{Name: "batch", V: B}, difftest.Size{Name: "stride", V: S}, difftest.Size{Name: "max_pages", V: M}); err != nil {
+		return err
 	}
 	// The factors are bounded before the products are formed, so no
 	// product overflows int64.
-	for _, b := range []bound{
-		{"K", K, MaxK, "picks per row"},
-		{"P", int64(p.P), MaxPageSize, "slots per page"},
-		{"batch", B, MaxBatch, "rows"},
-		{"stride", S, MaxSeqLen, "scores per row"},
-		{"max_pages", M, MaxPages, "page-table entries per row"},
-		{"batch·stride", B * S, MaxScores, "scores"},
-		{"batch·max_pages", B * M, MaxTableEntries, "page-table entries"},
-		{"batch·K", B * K, MaxOutputEntries, "entries per output"},
-	} {
-		if b.v > b.max {
-			return difftest.Inputf(b.name, nil, "exceeds the limit of %d %s: got %d", b.max, b.why, b.v)
-		}
-	}
-	return nil
+	return difftest.WithinLimits(
+		difftest.AtMost("K", K, MaxK, "picks per row"),
+		difftest.AtMost("P", int64(p.P), MaxPageSize, "slots per page"),
+		difftest.AtMost("batch", B, MaxBatch, "rows"),
+		difftest.AtMost("stride", S, MaxSeqLen, "scores per row"),
+		difftest.AtMost("max_pages", M, MaxPages, "page-table entries per row"),
+		difftest.AtMost("batch·stride", B*S, MaxScores, "scores"),
+		difftest.AtMost("batch·max_pages", B*M, MaxTableEntries, "page-table entries"),
+		difftest.AtMost("batch·K", B*K, MaxOutputEntries, "entries per output"),
+	)
 }

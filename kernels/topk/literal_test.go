@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/suite"
-	"github.com/kerneldiff/kerneldiff/difftest/triage"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 )
 
 // TestSuiteEntryRoundTrip: a hand case with specials, a past-length fill
@@ -16,26 +15,10 @@ import (
 // checks the digest), with runs of equal values folded.
 func TestSuiteEntryRoundTrip(t *testing.T) {
 	c := handCase(t, 2, 2, false, [][]uint32{{negZ, posNaN, 0, 0, 0, negInf}, {fb(1.5)}}, []int32{5, 1}, [][]int32{{5, 3, 9}, {7}})
-	entry, err := triage.SuiteEntry(c, "hand-shrunk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	kerneltest.SuiteEntry(t, Kernel{}, c, "hand-shrunk",
 		`family = "literal"`, `name = "hand-shrunk"`, "K = 2\n", "P = 2\n", "raw = false\n", "lengths = [5, 1]\n", "stride = 6\n",
 		`scores = "80000000 7fc00000 00000000*3 ff800000 3fc00000 7fc00000*5"`,
-		`page_table = "5 3 9 7 -1*2"`,
-	} {
-		if !strings.Contains(entry, want) {
-			t.Errorf("entry has no %q:\n%s", want, entry)
-		}
-	}
-	cases, err := suite.ParseSuite("e.toml", []byte(entry))
-	if err != nil || len(cases) != 1 {
-		t.Fatalf("ParseSuite: %v", err)
-	}
-	if err := (Kernel{}).CheckSpec(cases[0].Spec); err != nil {
-		t.Errorf("CheckSpec: %v", err)
-	}
+		`page_table = "5 3 9 7 -1*2"`)
 }
 
 // TestLiteralErrors: a literal entry with a malformed list, a list of the
@@ -61,11 +44,8 @@ func TestLiteralErrors(t *testing.T) {
 		{map[string]any{"page_table": "0 -5 2"}, "the inputs break the contract"},
 		{map[string]any{"page_table": "0 x 2"}, "want a decimal int32"},
 	} {
-		spec := base(tc.extra)
-		_, err := NewCase(spec, 1, 1)
-		cerr := (Kernel{}).CheckSpec(spec)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || cerr == nil || cerr.Error() != err.Error() {
-			t.Errorf("%v: NewCase %v, CheckSpec %v; want %q from both", tc.extra, err, cerr, tc.want)
+		if err := kerneltest.CheckSpecAgrees(t, Kernel{}, base(tc.extra)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q from NewCase and CheckSpec", tc.extra, err, tc.want)
 		}
 	}
 	// Unset lists: zeros and the usual fill and page table.

@@ -51,29 +51,17 @@ func mutants16() []difftest.Mutant {
 // K-th by the lowest positions, in position order. f32 cases run the
 // reference unchanged.
 func runMutant16(c *difftest.Case, outs []*difftest.Tensor, key key16Fault) error {
-	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
-		s.idx = grow(s.idx, v.p.K)
-		pos := s.idx
-		L := v.length(b)
-		if L <= v.p.K {
-			for j := range pos {
-				pos[j] = -1
-				if j < L {
-					pos[j] = int32(j)
-				}
-			}
-			return pos, b
-		}
-		s.keys = v.keys(b, L, s.keys)
+	keysOf := func(v *view, b, L int, dst []uint32) []uint32 {
+		dst = v.keys(b, L, dst)
 		if v.p.wide16() {
 			base := b * v.p.Stride
-			for i := range s.keys {
-				s.keys[i] = key(v.p.ScoreDType, v.scores.U16(base+i))
+			for i := range dst {
+				dst[i] = key(v.p.ScoreDType, v.scores.U16(base+i))
 			}
 		}
-		selectRadix(s.keys, v.p.K, pos, s)
-		return pos, b
-	})
+		return dst
+	}
+	return selectRows(c, outs, keysOf, selectRadix)
 }
 
 // scores16Spec reports whether spec may be a case of 16-bit scores (the

@@ -54,6 +54,15 @@ type scratch struct {
 // reference is Reference with the selection algorithm as a parameter, so
 // tests can run the plain full sort (selectSort) against the radix path.
 func reference(c *difftest.Case, outs []*difftest.Tensor, sel selectFunc) error {
+	return selectRows(c, outs, (*view).keys, sel)
+}
+
+// selectRows is the row loop of the reference and of the mutants that
+// change only the keys (runRows): a row of L ≤ K scores picks positions
+// 0 … L−1, then −1; a longer row the K positions sel picks from the L
+// keys keysOf writes into dst (keysOf(v, b, L, dst), the reference's
+// v.keys).
+func selectRows(c *difftest.Case, outs []*difftest.Tensor, keysOf func(v *view, b, L int, dst []uint32) []uint32, sel selectFunc) error {
 	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
 		s.idx = grow(s.idx, v.p.K)
 		pos := s.idx
@@ -66,7 +75,7 @@ func reference(c *difftest.Case, outs []*difftest.Tensor, sel selectFunc) error 
 				}
 			}
 		} else {
-			s.keys = v.keys(b, L, s.keys)
+			s.keys = keysOf(v, b, L, s.keys)
 			sel(s.keys, v.p.K, pos, s)
 		}
 		return pos, b

@@ -265,37 +265,37 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 			return rankMap(n.rows[b].vals, 2)
 		})
 	}
-	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		for _, s := range chunkSizes(L, maxChunksPerLevel) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"delete positions "+triage.Span(i, j), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
-					n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
-					return true
-				})
+	m.rowChunks(maxChunksPerLevel, func(b, s, i, j int) {
+		add(fmt.Sprintf("row %d: delete positions %s", b, triage.Span(i, j)), fmt.Sprintf("row%d/del/%d", b, s), func(n *shrinkModel) bool {
+			n.rows[b].vals = slices.Delete(n.rows[b].vals, i, j)
+			return true
+		})
+	})
+	m.rowChunks(maxZeroChunks, func(b, s, i, j int) {
+		add(fmt.Sprintf("row %d: positions %s → +0", b, triage.Span(i, j)), fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
+			changed := false
+			for x := i; x < j; x++ {
+				changed = changed || n.rows[b].vals[x] != 0
+				n.rows[b].vals[x] = 0
 			}
-		}
-	}
-	for b, r := range m.rows {
-		L := len(r.vals)
-		pre := fmt.Sprintf("row %d: ", b)
-		for _, s := range chunkSizes(L, maxZeroChunks) {
-			for i := 0; i < L; i += s {
-				j := min(i+s, L)
-				add(pre+"positions "+triage.Span(i, j)+" → +0", fmt.Sprintf("row%d/zero/%d", b, s), func(n *shrinkModel) bool {
-					changed := false
-					for x := i; x < j; x++ {
-						changed = changed || n.rows[b].vals[x] != 0
-						n.rows[b].vals[x] = 0
-					}
-					return changed
-				})
-			}
-		}
-	}
+			return changed
+		})
+	})
 	return rs.List()
+}
+
+// rowChunks calls f for every row b and every chunk [i, j) of its valid
+// scores, row by row, chunk size s by size (chunkSizes(L, perLevel):
+// halving, at most perLevel chunks a level).
+func (m *shrinkModel) rowChunks(perLevel int, f func(b, s, i, j int)) {
+	for b, r := range m.rows {
+		L := len(r.vals)
+		for _, s := range chunkSizes(L, perLevel) {
+			for i := 0; i < L; i += s {
+				f(b, s, i, min(i+s, L))
+			}
+		}
+	}
 }
 
 // chunkSizes returns the chunk sizes of a halving pass over n items:
@@ -335,41 +335,11 @@ func ordinary(b uint32) bool {
 // same key32 order, equal values staying equal: the negatives by −n … −1,
 // the positives by 1 … m, where with group g > 1 every g consecutive
 // distinct values of one sign share a number (fewer distinct values). It
-// reports whether anything changed.
+// reports whether anything changed (triage.RankMap).
 func rankMap(vals []uint32, group int) bool {
-	var neg, pos []uint32
-	for _, b := range vals {
-		if ordinary(b) {
-			if b>>31 == 1 {
-				neg = append(neg, numeric.Key32(b))
-			} else {
-				pos = append(pos, numeric.Key32(b))
-			}
-		}
-	}
-	slices.Sort(neg)
-	neg = slices.Compact(neg)
-	slices.Sort(pos)
-	pos = slices.Compact(pos)
-	changed := false
-	for i, b := range vals {
-		if !ordinary(b) {
-			continue
-		}
-		k := numeric.Key32(b)
-		var v float64
-		if b>>31 == 1 {
-			r, _ := slices.BinarySearch(neg, k) // 0 = most negative
-			v = -float64((len(neg)-1-r)/group + 1)
-		} else {
-			r, _ := slices.BinarySearch(pos, k)
-			v = float64(r/group + 1)
-		}
-		nb := math.Float32bits(float32(v))
-		changed = changed || nb != b
-		vals[i] = nb
-	}
-	return changed
+	negative := func(b uint32) bool { return b>>31 == 1 }
+	value := func(r int) uint32 { return math.Float32bits(float32(r)) }
+	return triage.RankMap(vals, group, ordinary, negative, numeric.Key32, value)
 }
 
 // densePages renumbers every row's used page ids (j < ceil(L/P)) to

@@ -1,15 +1,12 @@
 package topk
 
 import (
-	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
@@ -29,96 +26,49 @@ const (
 // 2-core machine the slowest, topk-coarse-only, needs about 5 s.
 const shrinkTestBudget = time.Minute
 
-// firstFailing returns the first case of the default suite (seed 1; its
-// f32 file, then the 16-bit one) that
-// impl fails, with its record.
-func firstFailing(t *testing.T, impl difftest.Impl) (*difftest.Case, *difftest.Record) {
-	t.Helper()
-	for _, spec := range loadSuiteFiles(t, "default", "topk.toml", "v41_topk16.toml") {
-		c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := difftest.NewRecord(c, impl.Name())
-		if _, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, c, rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Failed() {
-			return c, rec
-		}
-	}
-	t.Fatalf("%s passes the default suite", impl.Name())
-	return nil, nil
-}
-
 // TestShrinkEveryMutant (issue 11 item 4): every top-k mutant's first
-// failing default-suite case shrinks within shrinkBounds, still fails with
-// the same class, is still diagnosed as the mutant, and its capture
-// replays to the same verdict. The table of the note is logged (go test
-// -v -run TestShrinkEveryMutant).
+// failing default-suite case (seed 1; its f32 file, then the 16-bit one)
+// shrinks within shrinkBounds, still fails with the same class, is still
+// diagnosed as the mutant, and its capture replays to the same verdict
+// (kerneltest.ShrinkEach). The table of the note is logged (go test -v
+// -run TestShrinkEveryMutant).
 func TestShrinkEveryMutant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("shrinks ten cases of up to 650,000 scores")
 	}
-	var table []string
-	for _, m := range Mutants() {
-		t.Run(m.Name, func(t *testing.T) {
-			impl := difftest.MutantImpl{Kernel: KernelName, Mutant: m}
-			c, rec := firstFailing(t, impl)
-			rows, maxL := 1, shrinkMaxL
-			if m.Name == "topk-page-row0" {
-				rows = 2
-			}
-			if m.Name == "topk-capacity-4096" {
-				maxL = shrinkMaxLCapacity
-			}
-			within := func(s *difftest.Case) bool {
-				p := s.Params.(*Params)
-				lens := s.Input(TensorSeqLens)
-				longest := 0
-				for b := 0; b < p.Batch; b++ {
-					longest = max(longest, int(lens.I32(b)))
-				}
-				return p.Batch <= rows && longest <= maxL && p.Stride <= longest+1 && p.MaxPages == 1 && p.K == 512
-			}
-			res, err := triage.Shrink(context.Background(), Kernel{}, c, triage.ShrinkConfig{Impl: impl, Budget: shrinkTestBudget, Enough: within})
-			if err != nil {
-				t.Fatal(err)
-			}
-			table = append(table, fmt.Sprintf("%-22s %-26s %-48s %-44s %6d %8v", m.Name, strings.TrimPrefix(c.ID, KernelName+"/"), res.OriginalSize, res.ShrunkSize, res.Attempts, res.Elapsed.Round(time.Millisecond)))
-			s := res.Shrunk
-			if !within(s) {
-				t.Errorf("shrunk to %s (%s); want ≤ %d rows, L ≤ %d, stride ≤ L + 1, one page, K 512", res.ShrunkSize, res.Note, rows, maxL)
-			}
-			if res.Record.Class != rec.Class || !res.Record.Failed() {
-				t.Errorf("shrunk case: %s %s, the original %s", res.Record.Verdict, res.Record.Class, rec.Class)
-			}
-			if !slices.Contains(res.FinalDiagnosis, m.Name) || !slices.Contains(res.Diagnosis, m.Name) {
-				t.Errorf("diagnosis %v → %v, want %s in both", res.Diagnosis, res.FinalDiagnosis, m.Name)
-			}
-			// The suite entry draws the same inputs (SuiteEntry checks it).
-			if _, err := triage.SuiteEntry(s, "shrunk"); err != nil {
-				t.Errorf("suite entry: %v", err)
-			}
-			// The capture replays to the same verdict.
-			path, err := difftest.SaveCapture(t.TempDir(), s, res.Outcome)
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, _, err := difftest.ReadCapture(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again := difftest.NewRecord(back, impl.Name())
-			if _, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, back, again); err != nil {
-				t.Fatal(err)
-			}
-			if again.Class != res.Record.Class || again.Message != res.Record.Message || again.InputSHA256 != res.Record.InputSHA256 {
-				t.Errorf("replay: %s %q (%s), shrink said %s %q (%s)", again.Class, again.Message, again.InputSHA256, res.Record.Class, res.Record.Message, res.Record.InputSHA256)
-			}
-		})
+	bounds := func(m difftest.Mutant) (rows, maxL int) {
+		rows, maxL = 1, shrinkMaxL
+		if m.Name == "topk-page-row0" {
+			rows = 2
+		}
+		if m.Name == "topk-capacity-4096" {
+			maxL = shrinkMaxLCapacity
+		}
+		return rows, maxL
 	}
-	t.Logf("mutant, case, original size, shrunk size, attempts, time:\n%s", strings.Join(table, "\n"))
+	within := func(m difftest.Mutant, s *difftest.Case) bool {
+		rows, maxL := bounds(m)
+		p := s.Params.(*Params)
+		lens := s.Input(TensorSeqLens)
+		longest := 0
+		for b := 0; b < p.Batch; b++ {
+			longest = max(longest, int(lens.I32(b)))
+		}
+		return p.Batch <= rows && longest <= maxL && p.Stride <= longest+1 && p.MaxPages == 1 && p.K == 512
+	}
+	cfg := func(m difftest.Mutant) triage.ShrinkConfig {
+		return triage.ShrinkConfig{Budget: shrinkTestBudget, Enough: func(s *difftest.Case) bool { return within(m, s) }}
+	}
+	specs := loadSuiteFiles(t, "default", "topk.toml", "v41_topk16.toml")
+	kerneltest.ShrinkEach(t, Kernel{}, specs, cfg, func(t *testing.T, m difftest.Mutant, res *triage.ShrinkResult) {
+		if !within(m, res.Shrunk) {
+			rows, maxL := bounds(m)
+			t.Errorf("shrunk to %s (%s); want ≤ %d rows, L ≤ %d, stride ≤ L + 1, one page, K 512", res.ShrunkSize, res.Note, rows, maxL)
+		}
+		if !slices.Contains(res.FinalDiagnosis, m.Name) || !slices.Contains(res.Diagnosis, m.Name) {
+			t.Errorf("diagnosis %v → %v, want %s in both", res.Diagnosis, res.FinalDiagnosis, m.Name)
+		}
+	})
 }
 
 // TestShrinkReductions checks single proposals on a hand case: row drops,

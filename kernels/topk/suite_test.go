@@ -1,10 +1,11 @@
 package topk
 
 import (
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/paramtest"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 )
@@ -28,9 +29,10 @@ func loadSuiteFiles(t *testing.T, name string, files ...string) []difftest.CaseS
 }
 
 // TestSuitesCatchMutants drives each suite the way the harness does
-// (NewCase → Validate → Reference into poisoned outputs → Check) and
-// requires: the reference passes every case and is equivalent to itself;
-// every mutant fails at least one case of default AND of quick.
+// (NewCase → Validate → Reference into poisoned outputs → canary → Check,
+// kerneltest.CatchMutants) and requires: the reference passes every case
+// and is equivalent to a second run of itself; every mutant fails at
+// least one case of default AND of quick.
 func TestSuitesCatchMutants(t *testing.T) {
 	for _, suite := range []string{"quick", "default"} {
 		t.Run(suite, func(t *testing.T) {
@@ -38,49 +40,7 @@ func TestSuitesCatchMutants(t *testing.T) {
 				t.Skip("default suite in -short mode")
 			}
 			specs := loadSuiteFiles(t, suite, "topk.toml", "v41_topk16.toml")
-			mutants := Mutants()
-			caught := make([]string, len(mutants))
-			start := time.Now()
-			var refTime time.Duration
-			for _, spec := range specs {
-				c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-				if err != nil {
-					t.Fatalf("%s: %v", spec.ID(), err)
-				}
-				if err := Validate(c); err != nil {
-					t.Fatalf("%s: %v", spec.ID(), err)
-				}
-				t0 := time.Now()
-				want := runRef(t, c)
-				refTime += time.Since(t0)
-				got := runRef(t, c)
-				if r := Check(c, got, want); r.Failed() {
-					t.Errorf("%s: reference fails: %s", spec.ID(), r.Message)
-				}
-				if err := (Kernel{}).Equivalent(c, got, want); err != nil {
-					t.Errorf("%s: reference not equivalent to itself: %v", spec.ID(), err)
-				}
-				for i, m := range mutants {
-					if caught[i] != "" {
-						continue
-					}
-					outs := newOuts(c)
-					if err := m.Run(c, outs); err != nil {
-						t.Fatalf("%s on %s: %v", m.Name, spec.ID(), err)
-					}
-					if r := Check(c, outs, want); r.Failed() {
-						caught[i] = spec.Name + ": " + r.Message
-					}
-				}
-			}
-			for i, m := range mutants {
-				if caught[i] == "" {
-					t.Errorf("%s: mutant %s passes every case", suite, m.Name)
-				} else {
-					t.Logf("%-22s caught by %s", m.Name, caught[i])
-				}
-			}
-			t.Logf("%s: %d cases, reference %.2fs (one run per case), whole test %.2fs", suite, len(specs), refTime.Seconds(), time.Since(start).Seconds())
+			kerneltest.CatchMutants(t, Kernel{}, suite, specs, 1, Mutants(), nil)
 		})
 	}
 }
@@ -90,48 +50,15 @@ func TestSuitesCatchMutants(t *testing.T) {
 // lucky draw).
 func TestQuickSeeds(t *testing.T) {
 	specs := loadSuiteFiles(t, "quick", "topk.toml", "v41_topk16.toml")
-	mutants := Mutants()
 	for seed := uint64(2); seed <= 4; seed++ {
-		caught := make([]bool, len(mutants))
-		for _, spec := range specs {
-			c, err := NewCase(spec, seed, rng.CaseKey(seed, spec.ID()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := runRef(t, c)
-			if r := Check(c, runRef(t, c), want); r.Failed() {
-				t.Errorf("seed %d %s: reference fails: %s", seed, spec.ID(), r.Message)
-			}
-			for i, m := range mutants {
-				if caught[i] {
-					continue
-				}
-				outs := newOuts(c)
-				if err := m.Run(c, outs); err != nil {
-					t.Fatal(err)
-				}
-				caught[i] = Check(c, outs, want).Failed()
-			}
-		}
-		for i, m := range mutants {
-			if !caught[i] {
-				t.Errorf("seed %d: mutant %s passes quick", seed, m.Name)
-			}
-		}
+		kerneltest.CatchMutants(t, Kernel{}, fmt.Sprintf("quick (seed %d)", seed), specs, seed, Mutants(), nil)
 	}
 }
 
 // TestMutantsOneFault: each mutant is exact where its fault cannot bite
 // and wrong where it does.
 func TestMutantsOneFault(t *testing.T) {
-	const K = 64
-	p := func(extra map[string]any, lengths ...int) map[string]any {
-		m := map[string]any{"K": int64(K), "P": int64(4), "lengths": ints(lengths...)}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
+	p := params64
 	type shape struct {
 		family string
 		params map[string]any

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/rng"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
@@ -268,18 +268,10 @@ func TestPyTorchOrderDiagnosed(t *testing.T) {
 		"pseudotie-nans-k512":       {VariantNaNLargest},
 		"specials-k512":             {VariantNaNLargest},
 	}
-	cr := &difftest.CaseRun{Impl: sglangFallback{}}
 	failed := map[string]bool{}
 	for _, spec := range specs {
-		c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := difftest.NewRecord(c, "exec:sglang-fallback")
-		out, err := cr.RunCase(context.Background(), Kernel{}, c, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := kerneltest.Draw(t, Kernel{}, spec, 1)
+		rec, out := kerneltest.RunCase(t, Kernel{}, sglangFallback{}, c)
 		w, expectFail := want[spec.Name]
 		if rec.Failed() != expectFail {
 			t.Errorf("%s: failed = %v (%s: %s), want %v", spec.Name, rec.Failed(), rec.Class, rec.Message, expectFail)
@@ -323,16 +315,8 @@ func TestPyTorchBehavioursSeparate(t *testing.T) {
 		v := variantByName(t, variant)
 		impl := difftest.MutantImpl{Kernel: KernelName, Mutant: difftest.Mutant{Name: v.Name, Run: v.Run}}
 		for other, caseName := range shows {
-			spec := specs[caseName]
-			c, err := NewCase(spec, 1, rng.CaseKey(1, spec.ID()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := difftest.NewRecord(c, impl.Name())
-			out, err := (&difftest.CaseRun{Impl: impl}).RunCase(context.Background(), Kernel{}, c, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := kerneltest.Draw(t, Kernel{}, specs[caseName], 1)
+			rec, out := kerneltest.RunCase(t, Kernel{}, impl, c)
 			if rec.Failed() != (other == variant) {
 				t.Errorf("%s on %s: failed = %v, want %v", variant, caseName, rec.Failed(), other == variant)
 				continue
@@ -364,11 +348,7 @@ func TestPyTorchCombinationDiagnosed(t *testing.T) {
 		{one32, 0x7FC00001, negNaN, fb(2), fb(-5)}, // −NaN ranks top
 	}
 	c := handCase(t, 2, 1, true, rows, []int32{5, 5, 5}, [][]int32{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11, 12, 13, 14}})
-	rec := difftest.NewRecord(c, "exec:sglang-fallback")
-	out, err := (&difftest.CaseRun{Impl: sglangFallback{}}).RunCase(context.Background(), Kernel{}, c, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, out := kerneltest.RunCase(t, Kernel{}, sglangFallback{}, c)
 	if !rec.Failed() {
 		t.Fatal("the fallback passes the hand case")
 	}

@@ -4,7 +4,6 @@ contracts --json``) and agree with the repository's other lists of kernels
 
 import json
 import os
-import re
 
 import numpy as np
 import pytest
@@ -28,17 +27,10 @@ def test_contracts_are_the_generated_file():
         doc = json.load(f)
     assert doc["generated_by"] == "difftest list contracts --json"
     assert list(CONTRACTS) == [c["name"] for c in doc["contracts"]]
-    assert set(CONTRACTS) == {"indexer_logits", "norm_rope_store", "topk_transform"}
 
 
 def test_every_cuda_kernel_has_a_contract():
     assert _entries_contracts() == set(CONTRACTS)
-
-
-def test_emu_exec_knows_exactly_the_contracts():
-    with open(os.path.join(ROOT, "kernels", "emu", "exec_emu.py")) as f:
-        named = set(re.findall(r'kernel == "([a-z_]+)"', f.read()))
-    assert named == set(CONTRACTS)
 
 
 def test_topk_outputs_hand_worked():

@@ -32,10 +32,24 @@ def topk_in(tmp_path, return_raw=True):
     return p
 
 
+def exec_cli(target, inp, out):
+    """`python -m kerneldiff exec TARGET IN OUT` in a subprocess: its
+    CompletedProcess, stdout and stderr as text."""
+    return subprocess.run([sys.executable, "-m", "kerneldiff", "exec", str(target), str(inp), str(out)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def exec_servekernel(tmp_path, kernel):
+    """exec_cli of servekernels.py's `kernel` on one input, a = F32
+    [0, 1, 2, 3, 4], in tmp_path; (CompletedProcess, output path)."""
+    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+    write_in(inp, kernel, {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
+    return exec_cli(KERNELS, inp, out), out
+
+
 def test_exec_cli_topk(tmp_path):
     inp, out = topk_in(tmp_path), tmp_path / "out.safetensors"
-    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", example("numpy_topk.py"), str(inp), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = exec_cli(example("numpy_topk.py"), inp, out)
     assert r.returncode == 0, r.stderr
     got = load_file(str(out))  # the standard safetensors reader
     assert got["page_indices"].dtype == np.int32 and got["page_indices"].shape == (2, 4)
@@ -98,10 +112,7 @@ def test_exec_custom_kernel_outputs(tmp_path):
     ("unknown_kernel", 125, "'unknown_kernel' is not implemented here"),
 ])
 def test_exec_failures(tmp_path, kernel, code, words):
-    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    write_in(inp, kernel, {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
-    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r, out = exec_servekernel(tmp_path, kernel)
     assert r.returncode == code, r.stderr
     assert words in r.stderr, r.stderr
     assert not out.exists()
@@ -157,19 +168,13 @@ def test_exec_stated_outputs(tmp_path):
 
 
 def test_exec_swallowed_output_hint(tmp_path):
-    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    write_in(inp, "swallows", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
-    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r, _ = exec_servekernel(tmp_path, "swallows")
     assert r.returncode == 0
     assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
     assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
 
 
 def test_exec_rebinding_hint(tmp_path):
-    inp, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    write_in(inp, "rebinds", {}, a=Tensor("F32", np.arange(5, dtype=np.float32)))
-    r = subprocess.run([sys.executable, "-m", "kerneldiff", "exec", KERNELS, str(inp), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r, _ = exec_servekernel(tmp_path, "rebinds")
     assert r.returncode == 0
     assert "output 'b' still holds only the poison byte 0xA5" in r.stderr

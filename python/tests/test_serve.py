@@ -35,6 +35,17 @@ def expected_topk(scores, seq_lens, table, K, P):
     return want, sets
 
 
+def four_ones(srv, **output):
+    """The layout of the small requests to servekernels.py: input a, four
+    F32 ones; output b, F32 [4] (`output`: Layout.output's options, such as
+    poison); written to srv's shared memory."""
+    lay = Layout()
+    lay.input("a", "F32", np.ones(4, np.float32))
+    lay.output("b", "F32", (4,), **output)
+    lay.write(srv)
+    return lay
+
+
 def test_hello():
     with Server([*SERVE, example("numpy_topk.py")]) as srv:
         hello = srv.recv()
@@ -152,10 +163,7 @@ def test_remap_when_shm_grows():
 def test_error_reply_and_server_goes_on():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,))
-        lay.write(srv)
+        lay = four_ones(srv)
         srv.send(lay.request(srv, "boom", {}))
         rep = srv.recv()
         assert rep["status"] == "error" and rep["seq"] == 1
@@ -181,10 +189,7 @@ def test_error_reply_and_server_goes_on():
 def test_oob_write_lands_in_guard():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,))
-        lay.write(srv)
+        lay = four_ones(srv)
         srv.send(lay.request(srv, "oob", {}))
         assert srv.recv()["status"] == "ok"  # the program cannot know; the harness's guard check does
         assert not lay.guards_intact(srv)
@@ -207,10 +212,7 @@ def test_oob_write_lands_in_guard():
 def test_bad_request_with_seq_gets_error_reply(mutate, rule):
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,))
-        lay.write(srv)
+        lay = four_ones(srv)
         req = copy.deepcopy(lay.request(srv, "copy", {}))
         mutate(req)
         srv.send(req)
@@ -301,10 +303,7 @@ def test_torch_cpu_round_trip(tmp_path):
 def test_rebinding_an_output_is_hinted_on_stderr():
     with Server([*SERVE, KERNELS]) as srv:
         srv.recv()
-        lay = Layout()
-        lay.input("a", "F32", np.ones(4, np.float32))
-        lay.output("b", "F32", (4,), poison=0x5A)
-        lay.write(srv)
+        lay = four_ones(srv, poison=0x5A)
         srv.send(lay.request(srv, "rebinds", {}, case="t/rebind"))
         assert srv.recv()["status"] == "ok"  # the harness classes it unwritten
         srv.close_requests()

@@ -25,7 +25,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -110,6 +110,23 @@ def _torch_view(a: np.ndarray, dtype: str) -> Any:
         t = torch.from_numpy(a.view(np.int32 if dtype == "U32" else np.int64))
         return t.view(torch_dtype(dtype))
     return torch.from_numpy(a)
+
+
+def _timed_host_call(
+    impl: Implementation,
+    inputs: Mapping[str, Slot],
+    outputs: Mapping[str, Slot],
+    params: Mapping[str, Any],
+    as_arg: Callable[[Slot], Any],
+) -> int:
+    """Call `impl` on host memory, each slot handed over as `as_arg` makes
+    it (the array itself, or a torch tensor sharing it); returns the wall
+    time of the call in nanoseconds (``perf_counter_ns``)."""
+    ins = {n: as_arg(s) for n, s in inputs.items()}
+    outs = {n: as_arg(s) for n, s in outputs.items()}
+    t0 = time.perf_counter_ns()
+    call(impl, ins, outs, params)
+    return time.perf_counter_ns() - t0
 
 
 def unwritten_outputs(kernel: str, outputs: Mapping[str, Slot]) -> list:
@@ -211,18 +228,10 @@ class Runner:
         ContractError, DeviceError, or whatever the function raises.
         """
         if impl.tensors == "numpy":
-            ins = {n: s.view for n, s in inputs.items()}
-            outs = {n: s.view for n, s in outputs.items()}
-            t0 = time.perf_counter_ns()
-            call(impl, ins, outs, params)
-            return time.perf_counter_ns() - t0
+            return _timed_host_call(impl, inputs, outputs, params, lambda s: s.view)
         self._check_torch()
         if self.device == "cpu":
-            ins = {n: _torch_view(s.view, s.dtype) for n, s in inputs.items()}
-            outs = {n: _torch_view(s.view, s.dtype) for n, s in outputs.items()}
-            t0 = time.perf_counter_ns()
-            call(impl, ins, outs, params)
-            return time.perf_counter_ns() - t0
+            return _timed_host_call(impl, inputs, outputs, params, lambda s: _torch_view(s.view, s.dtype))
         return self._run_cuda(impl, inputs, outputs, params)
 
     def _run_cuda(

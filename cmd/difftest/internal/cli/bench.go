@@ -28,9 +28,9 @@ import (
 // 2 for usage, 125 when nothing could be timed.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench", stderr)
-	impl := fs.String("impl", difftest.DefaultImpl(), "implementation: cuda, emu, or serve:CMD / exec:CMD (timed by the kernel time they report)")
+	impl := fs.String("impl", difftest.DefaultImpl(), "implementation: cuda, emu, cudasrc:PATH, cudasrc-emu:PATH, or serve:CMD / exec:CMD (timed by the kernel time they report)")
 	fatbin := fs.String("fatbin", "", "compiled kernels, a fatbin `FILE` (cuda, emu); default build/kernels.fatbin")
-	baseline := fs.String("baseline", "", "time against a baseline: a fatbin `FILE` (cuda, emu: both builds in one worker, interleaved, same inputs), or an implementation (serve:CMD, exec:CMD, reference, mutant:NAME)")
+	baseline := fs.String("baseline", "", "time against a baseline: a fatbin `FILE` (cuda, emu: both builds in one worker, interleaved, same inputs), or an implementation (serve:CMD, exec:CMD, cudasrc:PATH, cudasrc-emu:PATH, reference, mutant:NAME)")
 	device := fs.Int("device", 0, "CUDA device ordinal (cuda, emu)")
 	suiteName := fs.String("suite", "bench", "suite `NAME|FILE`: bench (the shapes of docs/nightly.md), any embedded suite, or a TOML file")
 	runRe := fs.String("run", "", "time only cases whose id matches `REGEXP`")
@@ -194,14 +194,19 @@ func parseSlowdown(s string) (float64, error) {
 }
 
 // implBaseline tells an implementation name given to --baseline from a
-// fatbin path: reference, mutant:NAME, exec:CMD, serve:CMD, or a
-// registered implementation other than cuda and emu (which take a
-// fatbin).
+// fatbin path: reference, mutant:NAME, exec:CMD, serve:CMD, cudasrc:PATH,
+// cudasrc-emu:PATH, or a registered implementation other than cuda and
+// emu (which take a fatbin).
 func implBaseline(s string) bool {
 	if _, ok := difftest.LookupImpl(s); ok && !deviceImpl(s) {
 		return true
 	}
-	return s == "reference" || strings.HasPrefix(s, "serve:") || strings.HasPrefix(s, "exec:") || strings.HasPrefix(s, "mutant:")
+	for _, p := range []string{"serve:", "exec:", "mutant:", "cudasrc:", "cudasrc-emu:"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return s == "reference"
 }
 
 // deviceImpl tells the implementations that load a fatbin.

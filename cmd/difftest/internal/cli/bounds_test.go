@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,10 +30,7 @@ func quick(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func TestHostileInputsExit2(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
 	sparse := filepath.Join(dir, "sparse.safetensors")
 	if err := os.WriteFile(sparse, binary.LittleEndian.AppendUint64(nil, 1<<34), 0o644); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/difftest/suite"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
@@ -304,5 +305,5 @@ func refuseSpecial(path string) error {
 	if err != nil || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: is %s, not a file: not replaced", path, difftest.FileKind(st.Mode()))
+	return fmt.Errorf("%s: is %s, not a file: not replaced", path, filekind.Of(st.Mode()))
 }

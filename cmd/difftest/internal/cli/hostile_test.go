@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // copyFile copies src to a new file in dir and returns its path.
@@ -38,10 +39,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 	dir := t.TempDir()
 	suite := copyFile(t, small, dir)
 	suiteBytes, _ := os.ReadFile(suite)
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
 	fatbin := filepath.Join(dir, "k.fatbin")
 	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o644); err != nil {
 		t.Fatal(err)
@@ -65,7 +63,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 		{[]string{"run", "--impl", "reference", "--suite", capDir, "--json", caps[0]}, "is a capture file in the folder of --suite"},
 		{[]string{"replay", "--impl", "reference", caps[0], "--json", caps[0]}, "is the input file of capture"},
 		{[]string{"replay", "--impl", "reference", caps[0], "--junit", caps[0]}, "is the input file of capture"},
-		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", fifo}, "--junit " + fifo + ": is a named pipe (FIFO), not a file"},
+		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", fifo}, "--junit " + fifo + ": is a FIFO, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--junit", "/dev/null"}, "--junit /dev/null: is a character device, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", "/dev/null"}, "--json /dev/null: is a character device, not a file"},
 		{[]string{"run", "--impl", "reference", "--suite", suite, "--json", fifo}, "--json " + fifo + ": a FIFO with no reader"},
@@ -93,12 +91,9 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 // The rename that puts a report in place never replaces a FIFO that
 // appeared at its path after the flags were checked.
 func TestWriteFileAtomicRefusesSpecial(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "report.xml")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "report.xml"))
 	err := writeFileAtomic(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "<x/>"); return err })
-	if err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a file: not replaced") {
+	if err == nil || !strings.Contains(err.Error(), "is a FIFO, not a file: not replaced") {
 		t.Fatalf("err %v", err)
 	}
 	if st, _ := os.Lstat(fifo); st.Mode()&os.ModeNamedPipe == 0 {
@@ -112,10 +107,7 @@ func TestWriteFileAtomicRefusesSpecial(t *testing.T) {
 // A --json FIFO whose reader stopped reading blocks the run once the pipe
 // is full; SIGINT ends it within seconds (it used to block forever).
 func TestJSONFIFOStalledReaderInterrupted(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "json.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "json.fifo"))
 	rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/junittest"
 )
 
 // blockImpl passes the reference's outputs for its first case and then
@@ -80,34 +80,7 @@ func TestInterruptReportsWhatFinished(t *testing.T) {
 	if rep.Summary == nil || rep.Summary.Passed != 1 || rep.Summary.Aborted != "interrupted by SIGTERM" || len(rep.Records) != 1 {
 		t.Errorf("JSON Lines: summary %+v, %d records; want the one finished case and an interrupted summary", rep.Summary, len(rep.Records))
 	}
-	junitCases(t, junitPath, 1)
-}
-
-// junitCases parses a JUnit file and checks its number of test cases.
-func junitCases(t *testing.T, path string, want int) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Tests  int `xml:"tests,attr"`
-		Suites []struct {
-			Cases []struct {
-				Name string `xml:"name,attr"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("JUnit %s does not parse: %v\n%s", path, err, b)
-	}
-	n := 0
-	for _, s := range doc.Suites {
-		n += len(s.Cases)
-	}
-	if n != want || doc.Tests != want {
-		t.Errorf("JUnit %s: %d test cases (tests=%d), want %d", path, n, doc.Tests, want)
-	}
+	junittest.CheckCases(t, junitPath, 1)
 }
 
 // Whatever a command returns, an interrupted context makes the exit code

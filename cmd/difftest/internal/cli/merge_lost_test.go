@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 )
 
 // shardFiles runs the small suite with --repeat 2 as a 2-way split and
@@ -86,10 +87,7 @@ func TestMergeOutputsAndInputsByType(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "fifo.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo.jsonl"))
 	long := filepath.Join(dir, "zeros.jsonl")
 	if err := os.WriteFile(long, bytes.Repeat([]byte{0}, 9<<20), 0o644); err != nil {
 		t.Fatal(err)
@@ -100,8 +98,8 @@ func TestMergeOutputsAndInputsByType(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"-o a folder", []string{"-o", sub, s0, s1}, fmt.Sprintf("difftest: merge: -o %s: is a directory, not a file\n", sub)},
-		{"--junit a folder", []string{"-o", out, "--junit", sub, s0, s1}, fmt.Sprintf("difftest: merge: --junit %s: is a directory, not a file\n", sub)},
+		{"-o a folder", []string{"-o", sub, s0, s1}, fmt.Sprintf("difftest: merge: -o %s: is a folder, not a file\n", sub)},
+		{"--junit a folder", []string{"-o", out, "--junit", sub, s0, s1}, fmt.Sprintf("difftest: merge: --junit %s: is a folder, not a file\n", sub)},
 		{"-o a device", []string{"-o", "/dev/null", s0, s1}, "difftest: merge: -o /dev/null: is a character device, not a file\n"},
 		{"-o in no folder", []string{"-o", filepath.Join(dir, "none", "all.jsonl"), s0, s1},
 			fmt.Sprintf("difftest: merge: -o %s: folder %s does not exist\n", filepath.Join(dir, "none", "all.jsonl"), filepath.Join(dir, "none"))},
@@ -110,9 +108,9 @@ func TestMergeOutputsAndInputsByType(t *testing.T) {
 		{"/dev/zero", []string{"-o", out, "/dev/zero"},
 			"difftest: merge: /dev/zero is a character device, not a regular file: a report is the file difftest run --json writes\n"},
 		{"a FIFO", []string{"-o", out, s0, fifo},
-			fmt.Sprintf("difftest: merge: %s is a named pipe (FIFO), not a regular file: a report is the file difftest run --json writes\n", fifo)},
+			fmt.Sprintf("difftest: merge: %s is a FIFO, not a regular file: a report is the file difftest run --json writes\n", fifo)},
 		{"a folder as input", []string{"-o", out, sub},
-			fmt.Sprintf("difftest: merge: %s is a directory, not a regular file: a report is the file difftest run --json writes\n", sub)},
+			fmt.Sprintf("difftest: merge: %s is a folder, not a regular file: a report is the file difftest run --json writes\n", sub)},
 		{"an endless line", []string{"-o", out, long},
 			fmt.Sprintf("difftest: merge: %s:1: line longer than 8 MiB, the limit of a report line: not a JSON Lines report written by difftest\n", long)},
 	}

@@ -13,23 +13,22 @@ import (
 
 // checkOutputFiles takes pairs of (flag, path) and reports the first path
 // that cannot be an output file, before any work is done: an existing
-// path must be a regular file (a folder, a device such as /dev/null or a
-// FIFO is refused: the report is renamed into place over it), and the
-// folder it goes in must exist and take a new file (a temporary probe,
-// removed at once). An empty path (flag not given) is skipped. The error reads "-o out: is a directory, not a file".
+// path must be a regular file and its folder must exist
+// (difftest.CheckOutputPath: a folder, a device such as /dev/null or a
+// FIFO is refused, since the report is renamed into place over it), and
+// the folder must take a new file (a temporary probe, removed at once).
+// An empty path (flag not given) is skipped. The error reads "-o out: is
+// a folder, not a file".
 func checkOutputFiles(flagsAndPaths ...string) error {
 	for k := 0; k+1 < len(flagsAndPaths); k += 2 {
 		flag, path := flagsAndPaths[k], flagsAndPaths[k+1]
 		if path == "" {
 			continue
 		}
-		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-			return fmt.Errorf("%s %s: is %s, not a file", flag, path, difftest.FileKind(st.Mode()))
+		if err := difftest.CheckOutputPath(flag, path); err != nil {
+			return err
 		}
 		dir := filepath.Dir(path)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s %s: folder %s does not exist", flag, path, dir)
-		}
 		probe, err := os.CreateTemp(dir, ".difftest-probe-*")
 		if err != nil {
 			return fmt.Errorf("%s %s: cannot write in folder %s: %v", flag, path, dir, errors.Unwrap(err))

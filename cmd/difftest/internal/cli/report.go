@@ -12,6 +12,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/render"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 )
 
@@ -110,7 +111,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("is %s, not a regular file", difftest.FileKind(st.Mode()))
+		return nil, fmt.Errorf("is %s, not a regular file", filekind.Of(st.Mode()))
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%d bytes, over the %d MiB a report input may have", st.Size(), limit>>20)

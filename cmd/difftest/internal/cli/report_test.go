@@ -42,8 +42,8 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"report", "-o", out}, "usage: difftest report"},
 		{[]string{"report", bad, "-o", out}, "not a JSON Lines report"},
 		{[]string{"report", filepath.Join(dir, "none.jsonl"), "-o", out}, "no such file"},
-		{[]string{"report", dir, "-o", out}, "is a directory"},
-		{[]string{"report", runJSON, "-o", dir}, "is a directory, not a file"},
+		{[]string{"report", dir, "-o", out}, "is a folder"},
+		{[]string{"report", runJSON, "-o", dir}, "is a folder, not a file"},
 	} {
 		if code, _, stderr := run(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.msg)

@@ -41,7 +41,7 @@ type implFlags struct {
 }
 
 func (f *implFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), cudasrc:PATH or cudasrc-emu:PATH (your own CUDA source and its adapter, docs/byo.md), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.Var(deviceFlag{f}, "device", "CUDA device `N`, a list 0,2,3, or all: one worker per device, cases spread across them (cuda, emu)")
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")

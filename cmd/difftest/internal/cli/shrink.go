@@ -29,7 +29,7 @@ const shrinkUsage = "shrink (FILE.safetensors | --suite S --run ID [--seed N]) -
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("shrink", stderr)
 	var f implFlags
-	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation that fails the case: cuda, emu, reference, mutant:NAME, exec:CMD or serve:CMD")
+	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation that fails the case: cuda, emu, cudasrc:PATH, cudasrc-emu:PATH, reference, mutant:NAME, exec:CMD or serve:CMD")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda)")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation (each attempt runs it twice); 0 = none")

@@ -98,7 +98,7 @@ func WriteBenchTable(w io.Writer, rep *bench.BenchReport) error {
 			fmt.Fprintf(&b, "new/base: ratio of the medians; 95%% CI: Hodges-Lehmann interval of the ratio; ~: no significant difference (Mann-Whitney U test, p ≥ %.2g)\n", rep.Method.Alpha)
 		}
 	}
-	fmt.Fprintf(&b, "\n%d cases timed, %d failed their checks in %s\n", timedCount(rep), rep.Failed(), fmtDuration(rep.Elapsed))
+	fmt.Fprintf(&b, "\n%d cases timed, %d failed their checks in %s\n", timedCount(rep), rep.Failed(), difftest.FormatDuration(rep.Elapsed))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -123,7 +123,7 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.3g", *e.Ratio)
 	},
 	"kt":       func(d time.Duration) string { return fmtKernelTime(d) },
-	"dur":      fmtDuration,
+	"dur":      difftest.FormatDuration,
 	"bytes":    bytesCell,
 	"gbps":     gbpsCell,
 	"pct":      pctCell,

@@ -9,7 +9,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
@@ -69,20 +68,9 @@ func worstLine(e difftest.Element) string {
 // the case's wall time marked "~" (see the footnote WriteTable adds).
 func caseTime(r *difftest.Record) string {
 	if r.KernelTime > 0 {
-		return fmtDuration(r.KernelTime)
+		return difftest.FormatDuration(r.KernelTime)
 	}
-	return "~" + fmtDuration(r.WallTime)
-}
-
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
-	}
+	return "~" + difftest.FormatDuration(r.WallTime)
 }
 
 // WriteTable writes the human report of rep.
@@ -218,7 +206,7 @@ func SummaryLine(s difftest.Summary) string {
 		line += " (" + strings.Join(parts, ", ") + ")"
 	}
 	if s.Elapsed > 0 {
-		line += " in " + fmtDuration(s.Elapsed)
+		line += " in " + difftest.FormatDuration(s.Elapsed)
 	}
 	if s.Aborted != "" {
 		line += "; stopped early: " + difftest.SafeLine(s.Aborted)

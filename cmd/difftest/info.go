@@ -9,7 +9,7 @@
 // whenever it printed its report, even with no driver (and for --help),
 // and 2 only for bad flags. (Whether the kernels can run is `difftest run`'s exit code 125.)
 
-package bridge
+package main
 
 import (
 	"context"
@@ -20,26 +20,27 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/kerneldiff/kerneldiff/bridge"
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
-// Info is `difftest info` (cmd/difftest registers it): the device,
-// driver, fatbin images and build; it returns the exit code.
-func Info(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runInfo is `difftest info`: the device, driver (bridge.DriverPath),
+// fatbin images and build; it returns the exit code.
+func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("difftest info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fatbin := fs.String("fatbin", DefaultFatbin, "fatbin to describe, relative to the working directory")
+	fatbin := fs.String("fatbin", bridge.DefaultFatbin, "fatbin to describe, relative to the working directory")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return difftest.ExitPass
 		}
-		return 2
+		return difftest.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "info: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return difftest.ExitUsage
 	}
 	// Paths and driver messages come from flags and the environment:
 	// escaped for the terminal, line by line.
@@ -48,14 +49,16 @@ func Info(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stdout = safe
 	writeBuild(stdout)
 	imgs := writeFatbin(stdout, *fatbin)
-	drv, err := cuda.OpenLibrary(driverPath())
+	drv, err := cuda.OpenLibrary(bridge.DriverPath())
 	if err == nil {
 		err = drv.Init()
 	}
 	writeDevice(stdout, drv, err, *device, imgs)
-	return 0
+	return difftest.ExitPass
 }
 
+// writeBuild prints the build section: Go version, module, VCS revision,
+// commit time, whether the tree was modified, target.
 func writeBuild(w io.Writer) {
 	fmt.Fprintln(w, "build:")
 	bi, ok := debug.ReadBuildInfo()
@@ -83,9 +86,11 @@ func writeBuild(w io.Writer) {
 	fmt.Fprintf(w, "  target:    %s/%s cgo=%s\n", settings["GOOS"], settings["GOARCH"], settings["CGO_ENABLED"])
 }
 
+// writeFatbin prints the fatbin section and returns its images (nil when
+// the file is unreadable or malformed).
 func writeFatbin(w io.Writer, path string) []cuda.FatbinImage {
 	fmt.Fprintf(w, "fatbin: %s\n", path)
-	b, err := readFatbin(path)
+	b, err := bridge.ReadFatbin(path)
 	if err != nil {
 		fmt.Fprintf(w, "  unavailable: %v\n", err)
 		return nil
@@ -106,6 +111,9 @@ func writeFatbin(w io.Writer, path string) []cuda.FatbinImage {
 	return imgs
 }
 
+// writeDevice prints device n, or why it is unavailable (openErr: the
+// driver could not be opened or initialised), and the image of imgs it
+// would load.
 func writeDevice(w io.Writer, drv cuda.Driver, openErr error, n int, imgs []cuda.FatbinImage) {
 	fmt.Fprintf(w, "device %d:\n", n)
 	if openErr != nil {

@@ -1,0 +1,183 @@
+// The `cudasrc:` and `cudasrc-emu:` implementations: a bring-your-own CUDA
+// source (an adapter file or folder and the user's source tree, docs/byo.md)
+// built into a shared library (cudasrc_build.go) and run by the `cuda`
+// implementation's worker process, which calls the library's adapter
+// functions (adapter.go) where it would launch the fatbin's entry points:
+// the same guards, poisoning, restarts and reports.
+
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/difftest"
+)
+
+// The --impl prefixes of a bring-your-own CUDA source: on the GPU (built
+// with nvcc) and on the CPU emulator (built with kernels/emu/emu_cxx.py,
+// run over the emulated driver).
+const (
+	CudasrcPrefix    = "cudasrc:"
+	CudasrcEmuPrefix = "cudasrc-emu:"
+)
+
+// PropAdapter is the report property of a cudasrc run: the adapter's path
+// and the hex SHA-256 of the library built from it.
+const PropAdapter = "adapter"
+
+// NewCudasrcImpl opens `--impl cudasrc:PATH [FLAGS]`: the adapter at PATH
+// (a .cu file, or a folder of them) built with nvcc for the GPU and run on
+// the device as the `cuda` implementation runs the fatbin. Errors: a usage
+// error (wrapping difftest.ErrUnknownImpl: no such PATH, an unknown flag);
+// otherwise a *difftest.RunError of class Unavailable: a source that does
+// not compile (the compiler's first error line, with file and line, and
+// the log's path), no nvcc, no driver or device, the emulated driver.
+func NewCudasrcImpl(arg string, opts difftest.ImplOptions) (difftest.Impl, error) {
+	return openCudasrc(CudasrcPrefix, arg, false, opts)
+}
+
+// NewCudasrcEmuImpl opens `--impl cudasrc-emu:PATH [FLAGS]`: the same
+// adapter built with kernels/emu/emu_cxx.py and run on the CPU emulator,
+// in the worker over the emulated driver (DriverEnv, else
+// build/emu-driver/libcuda.so.1 of the source tree: `make emu-lib`). Its
+// runs are labelled emulated. Errors as NewCudasrcImpl's.
+func NewCudasrcEmuImpl(arg string, opts difftest.ImplOptions) (difftest.Impl, error) {
+	return openCudasrc(CudasrcEmuPrefix, arg, true, opts)
+}
+
+// unavailable is a *difftest.RunError of class Unavailable.
+func unavailable(format string, args ...any) error {
+	return &difftest.RunError{Class: difftest.Unavailable, Msg: fmt.Sprintf(format, args...)}
+}
+
+// openCudasrc builds the adapter of prefix+arg and starts its worker.
+func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difftest.Impl, error) {
+	spec := prefix + arg
+	if opts.AllDevices || len(opts.Devices) > 1 {
+		return openDevices(opts, func(o difftest.ImplOptions) (difftest.Impl, error) { return openCudasrc(prefix, arg, emu, o) })
+	}
+	if len(opts.Devices) == 1 {
+		opts.Device = opts.Devices[0]
+	}
+	if opts.Baseline != "" {
+		return nil, unavailable("--baseline compares two fatbins; an adapter has none")
+	}
+	root, err := sourceTree()
+	if err != nil {
+		return nil, unavailable("%v", err)
+	}
+	b, err := parseCudasrc(spec, arg, emu, root)
+	if err != nil {
+		return nil, err
+	}
+	lib := DriverPath()
+	if emu && os.Getenv(DriverEnv) == "" {
+		lib = filepath.Join(root, DefaultEmuDriver)
+	}
+	if emu {
+		if st, err := os.Stat(lib); err != nil || !st.Mode().IsRegular() {
+			return nil, unavailable("no emulated driver at %s (make emu-lib builds it)", lib)
+		}
+	} else if err := cuda.CheckLibraryPath(lib); err != nil {
+		return nil, unavailable("%s: %v", DriverEnv, err)
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	adapter, err := b.build(ctx)
+	if err != nil {
+		if errors.Is(err, errBuildFailed) {
+			return nil, unavailable("%v", err)
+		}
+		return nil, unavailable("building the adapter: %v", err)
+	}
+	grace, err := exitGraceFrom(os.Getenv(ExitGraceEnv))
+	if err != nil {
+		return nil, unavailable("%v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, unavailable("cannot find this program to start the GPU worker: %v", err)
+	}
+	spawn := workerSpawn(exe, []string{WorkerCommand, "--adapter", adapter, "--device", strconv.Itoa(opts.Device), "--driver", lib})
+	im, rerr := newImpl(opts.Timeout, spawn, packers())
+	if rerr != nil {
+		return nil, rerr
+	}
+	im.name = spec
+	im.exitGrace = grace
+	emulated := strings.HasPrefix(im.device, EmulatorDevice)
+	switch {
+	case emu && !emulated:
+		im.Close()
+		return nil, unavailable("%s is not the emulated driver (its device is %q): %s runs only on %s; use %s for a GPU", lib, im.device, CudasrcEmuPrefix, EmulatorDevice, CudasrcPrefix)
+	case !emu && emulated:
+		im.Close()
+		return nil, unavailable("%s is the emulated driver: %s builds for a GPU; use %s on the emulator", lib, CudasrcPrefix, CudasrcEmuPrefix)
+	}
+	if data, err := os.ReadFile(adapter); err == nil {
+		sum := sha256.Sum256(data)
+		im.props[PropAdapter] = b.path + " (library sha256 " + hex.EncodeToString(sum[:]) + ")"
+	}
+	if emulated {
+		im.props[difftest.PropEmulated] = "the adapter's CUDA source (" + b.path + ") on the CPU emulator, not a GPU"
+	}
+	return im, nil
+}
+
+// adapterList names the adapter functions of the kernels in set, sorted:
+// "kd_adapter_topk_transform".
+func adapterList(set map[string]bool) string {
+	var fs []string
+	for k := range set {
+		fs = append(fs, adapterFunc(k))
+	}
+	sort.Strings(fs)
+	return strings.Join(fs, ", ")
+}
+
+// sourceTree finds the kerneldiff source tree a cudasrc build needs
+// (kernels/kd_adapter.h, kernels/emu/emu_cxx.py): the working directory
+// or a folder above it, else the folder above this program's (build/difftest
+// in a clone).
+func sourceTree() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, s := range starts {
+		for d := s; ; d = filepath.Dir(d) {
+			if isTree(d) {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("cudasrc needs the kerneldiff source tree (kernels/kd_adapter.h, kernels/emu/emu_cxx.py): run difftest inside a clone")
+}
+
+// isTree reports whether d is a kerneldiff source tree.
+func isTree(d string) bool {
+	for _, f := range []string{"kernels/kd_adapter.h", "kernels/kd_adapter_info.cu", "kernels/emu/emu_cxx.py", "kernels/emu/host_emu.h"} {
+		if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(f))); err != nil {
+			return false
+		}
+	}
+	return true
+}
