@@ -52,10 +52,10 @@ emu:
 # SGLang 0.5.23's topk_v1, DSv4 indexer store and V3.2 indexer-key kernels,
 # read in place from the pinned wheel (fetched from PyPI, cached in
 # .cache/wheels, hash-checked), through their adapters (adapters/sglang) on
-# the CPU emulator and the harness: the quick suite (sglang, part of test,
-# about five minutes) or the default suite (sglang-default, an hour or
-# more); each run must fail exactly the cases adapters/sglang/expected.txt
-# lists.
+# the CPU emulator and the harness (--impl cudasrc-emu): the quick suite
+# (sglang, part of test, about three minutes with the builds) or the
+# default suite (sglang-default, about five); each run must fail exactly
+# the cases adapters/sglang/expected.txt lists.
 sglang:
 	scripts/sglang-emu $(BUILD)/sglang-emu
 
