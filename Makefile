@@ -14,7 +14,7 @@ EMU_DRIVER ?= $(BUILD)/emu-driver/libcuda.so.1
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all generate kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle docs clean
+.PHONY: all generate kernels emu-lib test bisect-test pytest emu emu-driver emu-faults emu-race xarch gotest difftest selftest bench report-test recipes-test gpu-bundle docs clean sglang sglang-default
 
 all: $(BUILD)/difftest kernels
 
@@ -36,17 +36,31 @@ generate:
 
 # The test command of README.md: builds the kernels (nvcc from pinned
 # wheels, spill check), runs the CUDA source on the CPU emulator against the
-# contracts and through the harness (quick suite), runs difftest's GPU path
-# on the emulated driver, bisects a planted bad commit in a throwaway
+# contracts and through the harness (quick suite), runs SGLang's own
+# kernels from the pinned wheel through the harness on the emulator (quick
+# suite), runs difftest's GPU path on the emulated driver, bisects a planted bad commit in a throwaway
 # repository, sets up the Python test tools, runs every Go test, then the
 # Python package's tests and the examples.
-test: kernels emu emu-driver bisect-test gotest pytest report-test recipes-test
+test: kernels emu emu-driver sglang bisect-test gotest pytest report-test recipes-test
 
 # The CUDA kernels' own source, run on the CPU (kernels/emu): contract tests
 # and the emulator's own tests. (The quick suite through the harness on the
 # same source is emu-driver's.)
 emu:
 	scripts/test-kernels-emu $(BUILD)/emu
+
+# SGLang 0.5.23's topk_v1, DSv4 indexer store and V3.2 indexer-key kernels,
+# read in place from the pinned wheel (fetched from PyPI, cached in
+# .cache/wheels, hash-checked), through their adapters (adapters/sglang) on
+# the CPU emulator and the harness (--impl cudasrc-emu): the quick suite
+# (sglang, part of test, about three minutes with the builds) or the
+# default suite (sglang-default, about five); each run must fail exactly
+# the cases adapters/sglang/expected.txt lists.
+sglang:
+	scripts/sglang-emu $(BUILD)/sglang-emu
+
+sglang-default:
+	scripts/sglang-emu --suite default $(BUILD)/sglang-emu
 
 # difftest's whole GPU path (dlopen shim, cgo launchers, worker and its
 # restarts) on kernels/emu/libcuda_emu.cu, a libcuda.so.1 that runs the

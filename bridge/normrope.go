@@ -26,7 +26,7 @@ static void kd_pack_normrope(unsigned char *out,
 		uint64_t positions, uint64_t out_loc, uint64_t cache,
 		int64_t x_stride, int64_t num_tokens, int64_t max_pos, int64_t num_pages,
 		float eps, int32_t log2_page, int32_t norm, int32_t rope_offset,
-		int32_t rope_style, int32_t hadamard, int32_t store, int32_t scale_fmt) {
+		int32_t rope_style, int32_t hadamard, int32_t store, int32_t scale_fmt, int32_t stages) {
 	kd_normrope_params p;
 	memset(&p, 0, sizeof p);
 	p.x = (const uint16_t *)(uintptr_t)x;
@@ -48,6 +48,7 @@ static void kd_pack_normrope(unsigned char *out,
 	p.hadamard = hadamard;
 	p.store = store;
 	p.scale_fmt = scale_fmt;
+	p.stages = stages;
 	memcpy(out, &p, sizeof p);
 }
 */
@@ -78,7 +79,8 @@ func init() {
 // in/out cache u8 [num_pages, page_bytes] with page_bytes 132·P (FP8),
 // 256·P (BF16) or 68·P (FP4). Errors name the tensor or parameter and the rule: unknown
 // enum strings, rope_offset not 0 or 64, eps not finite and > 0, P not a
-// power of two, shapes that disagree. Per-token rules (positions below
+// power of two, shapes that disagree. stages "store" packs
+// KD_STAGES_STORE (the keys arrive normed and rotated; store only). Per-token rules (positions below
 // max_pos, out_loc distinct and in range) are the harness's Validate.
 func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	var p normrope.Params // the fields the launch does not need are ignored
@@ -102,6 +104,10 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 		if scale, err = enum("scale_fmt", p.ScaleFmt, map[string]int32{"plain": C.KD_SCALE_PLAIN, "ue8m0": C.KD_SCALE_UE8M0}); err != nil {
 			return launch{}, err
 		}
+	}
+	stages, err := enum("stages", p.Stages, map[string]int32{"": C.KD_STAGES_ALL, "store": C.KD_STAGES_STORE})
+	if err != nil {
+		return launch{}, err
 	}
 	if p.RopeOffset != 0 && p.RopeOffset != 64 {
 		return launch{}, difftest.Inputf("rope_offset", nil, "must be 0 or 64, got %d", p.RopeOffset)
@@ -169,6 +175,6 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 			C.uint64_t(positions.Ptr), C.uint64_t(outLoc.Ptr), C.uint64_t(cache.Ptr),
 			C.int64_t(xStride), C.int64_t(n), C.int64_t(freqs.Shape[0]), C.int64_t(cache.Shape[0]),
 			C.float(p.Eps), C.int32_t(log2P), C.int32_t(norm), C.int32_t(p.RopeOffset),
-			C.int32_t(style), C.int32_t(cFlag(p.Hadamard)), C.int32_t(store), C.int32_t(scale))
+			C.int32_t(style), C.int32_t(cFlag(p.Hadamard)), C.int32_t(store), C.int32_t(scale), C.int32_t(stages))
 	}), nil
 }

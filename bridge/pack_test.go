@@ -147,8 +147,8 @@ func normTensors(n, stride, maxPos, pages, pageBytes int, bias bool) map[string]
 }
 
 func TestPackNormRopeLayout(t *testing.T) {
-	if normRopeParamsSize != 120 {
-		t.Fatalf("sizeof(kd_normrope_params) = %d, want 120 (7 pointers, 4 int64, f32, 7 int32, padding)", normRopeParamsSize)
+	if normRopeParamsSize != 128 {
+		t.Fatalf("sizeof(kd_normrope_params) = %d, want 128 (7 pointers, 4 int64, f32, 8 int32, padding)", normRopeParamsSize)
 	}
 	v32 := `{"norm":"layer","rope_offset":0,"rope_style":"neox","hadamard":true,"store":"fp8","scale_fmt":"ue8m0","page_size":64,"num_pages":3,"eps":1e-6}`
 	l, err := packNormRope([]byte(v32), normTensors(9, 160, 4096, 3, 132*64, true))
@@ -175,7 +175,7 @@ func TestPackNormRopeLayout(t *testing.T) {
 		{"log2_page", 92, int64(i32(a, 92)), 6}, {"norm", 96, int64(i32(a, 96)), 1},
 		{"rope_offset", 100, int64(i32(a, 100)), 0}, {"rope_style", 104, int64(i32(a, 104)), 0},
 		{"hadamard", 108, int64(i32(a, 108)), 1}, {"store", 112, int64(i32(a, 112)), 0},
-		{"scale_fmt", 116, int64(i32(a, 116)), 1},
+		{"scale_fmt", 116, int64(i32(a, 116)), 1}, {"stages", 120, int64(i32(a, 120)), 0},
 	}
 	for _, w := range ints {
 		if w.got != w.want {
@@ -194,6 +194,13 @@ func TestPackNormRopeLayout(t *testing.T) {
 	a = l.Args[0]
 	if u64(a, 16) != 0 || i32(a, 96) != 0 || i32(a, 100) != 64 || i32(a, 104) != 1 || i32(a, 112) != 1 || l.Grid.X != 1 {
 		t.Errorf("v4-bf16 packed bias %#x norm %d off %d style %d store %d grid %d", u64(a, 16), i32(a, 96), i32(a, 100), i32(a, 104), i32(a, 112), l.Grid.X)
+	}
+	store := strings.Replace(v4, `"norm"`, `"stages":"store","norm"`, 1)
+	if l, err = packNormRope([]byte(store), normTensors(8, 128, 10, 5, 256, false)); err != nil || i32(l.Args[0], 120) != 1 {
+		t.Errorf("stages store: packed %d, %v; want KD_STAGES_STORE (1)", i32(l.Args[0], 120), err)
+	}
+	if _, err = packNormRope([]byte(strings.Replace(store, `"store","norm"`, `"norm","norm"`, 1)), normTensors(8, 128, 10, 5, 256, false)); err == nil || !strings.Contains(err.Error(), "stages") {
+		t.Errorf("stages norm: error %v, want one naming stages", err)
 	}
 	l, err = packNormRope([]byte(v4), normTensors(0, 128, 10, 5, 256, false))
 	if err != nil || l.Grid.X != 0 {

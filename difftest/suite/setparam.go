@@ -7,6 +7,7 @@ package suite
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,12 +37,14 @@ func ParseParamAssign(s string) (string, any, error) {
 }
 
 // SetParams sets each NAME=VALUE of assigns (ParseParamAssign) in every
-// case of s whose kernel documents NAME for its family
-// (FamilyDescriber), replacing the suite's value, and checks each changed
-// case with CheckCaseSpec. A name no case of s takes, or a value a case
-// rejects, is an error naming the param (and the case). Captured cases
-// (SuiteCase.Capture) keep their params.
-func SetParams(s *difftest.Suite, assigns []string) error {
+// case of s that run selects (its ID matches; nil selects every case) and
+// whose kernel documents NAME for its family (FamilyDescriber), replacing
+// the suite's value, and checks each changed case with CheckCaseSpec. A
+// name no selected case takes, or a value a selected case rejects, is an
+// error naming the param (and the case); cases run leaves out keep their
+// params, so `--run` can leave out the families a configuration does not
+// fit. Captured cases (SuiteCase.Capture) keep their params.
+func SetParams(s *difftest.Suite, assigns []string, run *regexp.Regexp) error {
 	for _, a := range assigns {
 		name, val, err := ParseParamAssign(a)
 		if err != nil {
@@ -50,7 +53,7 @@ func SetParams(s *difftest.Suite, assigns []string) error {
 		n := 0
 		for i := range s.Cases {
 			sc := &s.Cases[i]
-			if sc.Capture != "" || !takesParam(sc.Spec, name) {
+			if sc.Capture != "" || (run != nil && !run.MatchString(sc.Spec.ID())) || !takesParam(sc.Spec, name) {
 				continue
 			}
 			ps := make(map[string]any, len(sc.Spec.Params)+1)
@@ -66,7 +69,7 @@ func SetParams(s *difftest.Suite, assigns []string) error {
 			n++
 		}
 		if n == 0 {
-			return fmt.Errorf("--param %s: no case of suite %s takes %q (see difftest list families)", a, s.Name, name)
+			return fmt.Errorf("--param %s: no selected case of suite %s takes %q (see difftest list families)", a, s.Name, name)
 		}
 	}
 	return nil

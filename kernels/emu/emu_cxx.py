@@ -7,7 +7,8 @@ Each SOURCE (a .cu, .cc or .cpp file that includes host_emu.h before the
 kernel) is built with g++ in three steps, all in a temporary directory
 (or DIR with --keep, to read the intermediate files):
 
- 1. g++ -E with the FLAGS and the CUDA 13.0 headers of the pinned wheels
+ 1. g++ -E with -fno-strict-aliasing (as nvcc treats type punning;
+    NVCC_LIKE below), the FLAGS and the CUDA 13.0 headers of the pinned wheels
     (scripts/setup-cuda --print-include; $KD_EMU_CUDA_INCLUDE overrides,
     a colon-separated list, empty for none) on the include path, so
     host_emu.h finds cuda_fp16.h, cuda_bf16.h, cuda_fp8.h,
@@ -96,6 +97,15 @@ for _op, _ty, _fn, _cast in [
 ]:
     _t, _c, _x = _redux(_op, _ty, f"{{0}} = {_fn}({{2}}, static_cast<{_cast}>({{1}}));")
     TABLE[_t] = (_c, _x)
+
+
+# Flags before the caller's (which may override them), so g++ compiles
+# CUDA C++ as nvcc does where the languages' usual practice differs:
+# kernels read vector-loaded integer storage through pointers to the
+# element type (SGLang's AlignedVector, bf16 and fp8 packs), which strict
+# aliasing makes undefined and g++ -O2 miscompiles (it reads zeros);
+# nvcc keeps it working. Tested by features_test.cu's type-punning check.
+NVCC_LIKE = ["-fno-strict-aliasing"]
 
 
 def normalize(template):
@@ -464,6 +474,7 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     inc = [f"-I{d}" for d in cuda_include()]
+    flags = NVCC_LIKE + flags
     work = keep or tempfile.mkdtemp(prefix="emu_cxx.")
     os.makedirs(work, exist_ok=True)
     try:

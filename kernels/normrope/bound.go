@@ -53,6 +53,10 @@ type tokenBound struct {
 // between the stages). It mirrors normF64, ropeF64 and hadamardF64 and
 // carries a bound alongside every value.
 func (in *inputs) analyze(t int, tb *tokenBound) {
+	if in.p.Stages == StagesStore {
+		in.analyzeStore(t, tb)
+		return
+	}
 	var sh [Dim]float64
 	em, ok := in.normStage(t, tb, &sh)
 	if ok {
@@ -322,6 +326,30 @@ func (in *inputs) laterStages(t int, tb *tokenBound, em float64, sh *[Dim]float6
 		e[k] = e[k]*slack + tiny
 		if math.IsNaN(e[k]) || math.IsInf(e[k], 0) || math.IsNaN(y[k]) || math.IsInf(y[k], 0) {
 			tb.dc = "the error analysis overflows"
+		}
+	}
+}
+
+// analyzeStore is analyze for stages "store": the kernel receives the
+// keys themselves, so z = x (bf16, exact in f32 and f64) and no arithmetic
+// precedes the store; E_k is tiny, the floor every bound carries (the
+// store's own roundings, the scale and the quotient, are the
+// comparators'). A token is don't care when an x is NaN or ±inf, and for
+// the FP4 store when an |x| is at least 2^127: its block's fake-quantised
+// values (code × stage-1 scale, up to 8/7 of the block's largest
+// magnitude) may then overflow binary32. No sum is formed, so other
+// bf16-max magnitudes are compared like any value.
+func (in *inputs) analyzeStore(t int, tb *tokenBound) {
+	in.row(t, &tb.z)
+	tb.dc = ""
+	for k, v := range tb.z {
+		tb.e[k] = tiny
+		switch {
+		case tb.dc != "":
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			tb.dc = "x[" + strconv.Itoa(k) + "] is not finite"
+		case in.p.Store == StoreFP4 && math.Abs(v) >= 0x1p127:
+			tb.dc = "x[" + strconv.Itoa(k) + "] is at least 2^127: the FP4 store's fake-quantised values may overflow f32"
 		}
 	}
 }

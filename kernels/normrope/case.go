@@ -43,7 +43,8 @@ type gen struct {
 //
 //	preset     "v32" | "v4" | "v4-bf16" | "v4-fp4" (default "v4"), then overrides:
 //	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model,
-//	intermediate (f32 or bf16: the declared precision between the stages)
+//	intermediate (f32 or bf16: the declared precision between the stages),
+//	stages (all or store: store only, x already normed and rotated)
 //	P          page size, a power of two in [1, MaxPageSize] (default 64)
 //	N          tokens, [1, MaxTokens] (default 96)
 //	x_stride   row stride of x, [128, MaxXStride] (default 128; padding
@@ -131,6 +132,9 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
 	if pp.String("intermediate", IntermediateF32, IntermediateF32, IntermediateBF16) == IntermediateBF16 {
 		p.Intermediate = IntermediateBF16
+	}
+	if pp.String("stages", StagesAll, StagesAll, StagesStore) == StagesStore {
+		p.Stages = StagesStore
 	}
 	g := &gen{family: spec.Family, p: p}
 	g.n = pp.Int("N", 96)

@@ -62,3 +62,15 @@ func config(norm, style string, off int, had bool, store, scale string, P, pages
 	return Params{Norm: norm, RopeOffset: off, RopeStyle: style, Hadamard: had, Store: store, ScaleFmt: scale,
 		PageSize: P, NumPages: pages, Eps: DefaultEps, Model: ModelV4}
 }
+
+// withParam returns spec with suite param name set to value, the spec's
+// own params otherwise (a value the spec gives for name wins, as the
+// declared-precision tests want: they add a param no suite entry sets).
+func withParam(spec difftest.CaseSpec, name string, value any) difftest.CaseSpec {
+	ps := map[string]any{name: value}
+	for k, v := range spec.Params {
+		ps[k] = v
+	}
+	spec.Params = ps
+	return spec
+}

@@ -12,16 +12,6 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 )
 
-// withIntermediate returns spec with intermediate = bf16 declared.
-func withIntermediate(spec difftest.CaseSpec) difftest.CaseSpec {
-	ps := map[string]any{"intermediate": IntermediateBF16}
-	for k, v := range spec.Params {
-		ps[k] = v
-	}
-	spec.Params = ps
-	return spec
-}
-
 // TestIntermediateBF16 runs the binary32 kernel model with bf16 rounding
 // between norm, RoPE, Hadamard and the store (SGLang's unfused V3.2 path)
 // over the default suite: declared (intermediate = bf16) it passes every
@@ -45,7 +35,7 @@ func TestIntermediateBF16(t *testing.T) {
 		for _, declared := range []bool{false, true} {
 			s := spec
 			if declared {
-				s = withIntermediate(spec)
+				s = withParam(spec, "intermediate", IntermediateBF16)
 			}
 			c, err := NewCase(s, 1, rng.CaseKey(1, spec.ID()))
 			if err != nil {

@@ -157,6 +157,12 @@ func (Kernel) SuiteEntry(c *difftest.Case, name string) (string, error) {
 	fmt.Fprintf(&b, "[[case]]\nkernel = %q\nfamily = %q\nname = %q\n[case.params]\n", KernelName, FamilyLiteral, name)
 	fmt.Fprintf(&b, "norm = %q\nrope_offset = %d\nrope_style = %q\nhadamard = %v\nstore = %q\nscale_fmt = %q\neps = %s\nmodel = %q\n",
 		p.Norm, p.RopeOffset, p.RopeStyle, p.Hadamard, p.Store, p.ScaleFmt, strconv.FormatFloat(float64(p.Eps), 'g', -1, 32), p.Model)
+	if p.Intermediate != "" {
+		fmt.Fprintf(&b, "intermediate = %q\n", p.Intermediate)
+	}
+	if p.Stages != "" {
+		fmt.Fprintf(&b, "stages = %q\n", p.Stages)
+	}
 	fmt.Fprintf(&b, "P = %d\nnum_pages = %d\nN = %d\nx_stride = %d\nmax_pos = %d\n", p.PageSize, p.NumPages, in.n, in.stride, in.maxPos)
 	for i, k := range literalKinds {
 		fmt.Fprintf(&b, "%s = %q\n", k.name, lists[i])

@@ -78,8 +78,13 @@ func rsqrt32(v float32, ulps int) float32 {
 	return r
 }
 
-// token computes token t's pre-store vector in binary32.
+// token computes token t's pre-store vector in binary32 (x itself with
+// stages "store").
 func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
+	if in.p.Stages == StagesStore {
+		in.row32(t, z) // store only: the key is x
+		return
+	}
 	var x [Dim]float32
 	in.row32(t, &x)
 	var tmp [Dim]float32

@@ -341,7 +341,8 @@ __device__ __forceinline__ bool config_ok(const kd_normrope_params &p)
            (p.hadamard == 0 || p.hadamard == 1) &&
            (p.store == KD_STORE_FP8 || p.store == KD_STORE_BF16 || p.store == KD_STORE_FP4) &&
            (p.scale_fmt == KD_SCALE_PLAIN || p.scale_fmt == KD_SCALE_UE8M0) &&
-           (p.store != KD_STORE_FP4 || p.scale_fmt == KD_SCALE_UE8M0) && p.log2_page >= 0 &&
+           (p.store != KD_STORE_FP4 || p.scale_fmt == KD_SCALE_UE8M0) &&
+           (p.stages == KD_STAGES_ALL || p.stages == KD_STAGES_STORE) && p.log2_page >= 0 &&
            p.log2_page <= 30;
 }
 
@@ -373,18 +374,20 @@ extern "C" __global__ void __launch_bounds__(KD_NORMROPE_THREADS)
 
     float v[kPerLane];
     load_x(p.x + token * p.x_stride, lane, v);
-    norm(p, lane, v);
+    if (p.stages == KD_STAGES_ALL) {
+        norm(p, lane, v);
 
-    int off = p.rope_offset;
-    int style = p.rope_style;
+        int off = p.rope_offset;
+        int style = p.rope_style;
 #ifdef KD_FAULT_ROPE_HALF_SWAP
-    off = 64 - off; /* Fault: rotates the other 64 dims. */
+        off = 64 - off; /* Fault: rotates the other 64 dims. */
 #endif
 #ifdef KD_FAULT_ROPE_STYLE_SWAP
-    style = style == KD_ROPE_NEOX ? KD_ROPE_INTERLEAVED : KD_ROPE_NEOX; /* Fault. */
+        style = style == KD_ROPE_NEOX ? KD_ROPE_INTERLEAVED : KD_ROPE_NEOX; /* Fault. */
 #endif
-    rope(p.freqs + pos * 2 * 32, off, style, lane, v);
-    if (p.hadamard) hadamard(lane, v);
+        rope(p.freqs + pos * 2 * 32, off, style, lane, v);
+        if (p.hadamard) hadamard(lane, v);
+    } /* KD_STAGES_STORE: z = x, the keys as given */
 
     const int64_t page = loc >> p.log2_page; /* arithmetic shift: -1 -> -1 */
     const int64_t in_page = loc & (page_size - 1);

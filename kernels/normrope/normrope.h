@@ -14,6 +14,7 @@ enum { KD_NORM_RMS = 0, KD_NORM_LAYER = 1 };
 enum { KD_ROPE_NEOX = 0, KD_ROPE_INTERLEAVED = 1 };
 enum { KD_STORE_FP8 = 0, KD_STORE_BF16 = 1, KD_STORE_FP4 = 2 };
 enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
+enum { KD_STAGES_ALL = 0, KD_STAGES_STORE = 1 };
 
 /* Entry point: extern "C" kd_norm_rope_store(kd_normrope_params p).
  *
@@ -69,6 +70,9 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
  *     off*64; the four e2 bytes (block b in byte b) at page*68P + 64P +
  *     off*4, written by lane 0.
  *  Only the bytes of the token's own slot are written.
+ *  stages KD_STAGES_STORE (the contract's stages = "store"): steps 2-4
+ *  are skipped, z = x (the keys arrive normed and rotated), and step 5
+ *  stores them; norm, rope_* and hadamard are still checked, not used.
  *
  * Preconditions (checked by the launcher and the harness before launch):
  * enums in range, rope_offset 0 or 64, bias non-NULL for LayerNorm, 0 <=
@@ -76,7 +80,8 @@ enum { KD_SCALE_PLAIN = 0, KD_SCALE_UE8M0 = 1 };
  * < num_pages * P. The kernel executes a trap (the launch fails; nothing
  * is silently clamped) when it sees: a norm, rope_style or store outside
  * its KD_* values; hadamard not 0 or 1; scale_fmt outside KD_SCALE_*, with
- * either store (the BF16 store does not read it but checks it); rope_offset
+ * either store (the BF16 store does not read it but checks it); stages
+ * outside KD_STAGES_*; rope_offset
  * not 0 or 64; KD_NORM_LAYER with a NULL bias; log2_page outside [0, 30];
  * a position outside [0, max_pos); an out_loc >= num_pages * P; the FP4
  * store with a scale_fmt other than KD_SCALE_UE8M0. x, x_stride and cache need no particular
@@ -114,6 +119,7 @@ typedef struct {
     int32_t         hadamard;   /* 0 off, 1 on */
     int32_t         store;      /* KD_STORE_* */
     int32_t         scale_fmt;  /* KD_SCALE_*: the FP8 store's scale; checked with either store */
+    int32_t         stages;     /* KD_STAGES_ALL (0) or KD_STAGES_STORE (1): x is the key, store only */
 } kd_normrope_params;
 
 /* The entry points of this kernel, X(contract, entry, params struct, block

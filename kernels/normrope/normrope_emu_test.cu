@@ -519,7 +519,7 @@ int main(int argc, char **argv)
         std::vector<int64_t> pos{1}, loc{0};
         std::vector<uint8_t> cache(132, 0);
         kd_normrope_params p{x.data(), w.data(), nullptr, fr.data(), pos.data(), loc.data(), cache.data(),
-                             128, 1, 1, 1, 1e-6f, 0, KD_NORM_RMS, 0, KD_ROPE_NEOX, 1, KD_STORE_FP8, KD_SCALE_PLAIN};
+                             128, 1, 1, 1, 1e-6f, 0, KD_NORM_RMS, 0, KD_ROPE_NEOX, 1, KD_STORE_FP8, KD_SCALE_PLAIN, KD_STAGES_ALL};
         int traps = emu::launch(1, KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
         expect(traps > 0, "no trap on position 1 >= max_pos 1");
         std::printf("%s trap on position >= max_pos\n", traps ? "ok  " : "FAIL");
@@ -533,6 +533,29 @@ int main(int argc, char **argv)
         traps = emu::launch(1, KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
         expect(traps > 0, "no trap on out_loc past the cache");
         std::printf("%s trap on out_loc >= num_pages * P\n", traps ? "ok  " : "FAIL");
+        /* stages store: the key is x (448, 1, -0.5, 2^-9, 3.125, zeros);
+         * RMSNorm, neox RoPE and the Hadamard are skipped. amax 448, scale
+         * 1.0; codes e4m3fn(x): 0x7E 0x38 0xB0 0x01, and 0x44 for the
+         * midpoint 3.125 (ties to the even code of 3.0). */
+        loc[0] = 0;
+        p.stages = KD_STAGES_STORE;
+        const uint16_t keys[5] = {0x43E0, 0x3F80, 0xBF00, 0x3B00, 0x4048};
+        const uint8_t codes[5] = {0x7E, 0x38, 0xB0, 0x01, 0x44};
+        std::fill(x.begin(), x.end(), uint16_t{0});
+        std::copy(keys, keys + 5, x.begin());
+        traps = emu::launch(1, KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
+        int wrong = traps;
+        for (int k = 0; k < 128; ++k) wrong += cache[k] != (k < 5 ? codes[k] : 0);
+        uint32_t scale_bits;
+        std::memcpy(&scale_bits, &cache[128], 4);
+        wrong += scale_bits != 0x3F800000u;
+        expect(wrong == 0, "stages store: %d traps and wrong bytes (scale bits 0x%08X, codes %02X %02X %02X %02X %02X)", wrong,
+               scale_bits, cache[0], cache[1], cache[2], cache[3], cache[4]);
+        std::printf("%s stages store: x stored as given\n", wrong ? "FAIL" : "ok  ");
+        p.stages = 2;
+        traps = emu::launch(1, KD_NORMROPE_THREADS, [&] { kd_norm_rope_store(p); });
+        expect(traps > 0, "no trap on stages 2");
+        std::printf("%s trap on stages outside KD_STAGES_*\n", traps ? "ok  " : "FAIL");
     }
     std::printf("%s: %d failed\n", g_failed ? "FAIL" : "PASS", g_failed);
     return g_failed ? 1 : 0;

@@ -50,7 +50,22 @@ type Params struct {
 	// transform, as SGLang's unfused V3.2 path does). The bound follows
 	// it (bound.go); the reference does not.
 	Intermediate string `json:"intermediate,omitempty"`
+	// Stages is which steps of the contract the kernel performs: ""
+	// (every step: norm, RoPE, the Hadamard when on, the store) or
+	// "store" (x holds the keys already normed, rotated and mixed: the
+	// kernel only quantises and stores them, as SGLang's DSv4 indexer
+	// store does). With "store" the reference's z is x itself (the
+	// norm, RoPE and Hadamard switches are ignored), and the bound has no
+	// arithmetic before the store (bound.go).
+	Stages string `json:"stages,omitempty"`
 }
+
+// Values of Params.Stages as suite params give them ("all" is stored as
+// the empty string, the default).
+const (
+	StagesAll   = "all"
+	StagesStore = "store"
+)
 
 // Values of Params.Intermediate as suite params give them.
 const (
@@ -136,6 +151,10 @@ func (p Params) Check() error {
 			p.NumPages, p.PageBytes(), p.Store, p.PageSize, MaxCacheBytes, MaxCacheBytes/p.PageBytes())
 	case p.Intermediate != "" && p.Intermediate != IntermediateBF16:
 		return difftest.Inputf("intermediate", nil, "must be %q or absent (f32 between the stages), got %q", IntermediateBF16, p.Intermediate)
+	case p.Stages != "" && p.Stages != StagesStore:
+		return difftest.Inputf("stages", nil, "must be %q or absent (every step), got %q", StagesStore, p.Stages)
+	case p.Stages == StagesStore && p.Intermediate != "":
+		return difftest.Inputf("intermediate", nil, "must be absent with stages %q (a store-only kernel has no stages to round between), got %q", StagesStore, p.Intermediate)
 	case p.Model != "" && p.Model != ModelV32 && p.Model != ModelV4:
 		return difftest.Inputf("model", nil, "must be %q, %q or absent (a capture of a live call: the freqs input is the table), got %q", ModelV32, ModelV4, p.Model)
 	}
@@ -156,10 +175,14 @@ func (p Params) Check() error {
 
 // MatchPreset returns the name of the preset whose configuration p equals
 // exactly (norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps
-// and YaRN model; P and num_pages are free), or "" when none does. NewCase
-// sets Params.Preset to it, so a report says "v4" only for the v4
-// configuration.
+// and YaRN model; P and num_pages are free), or "" when none does, and
+// always "" for a store-only configuration (stages "store": a preset is a
+// whole pipeline). NewCase sets Params.Preset to it, so a report says "v4"
+// only for the v4 configuration.
 func MatchPreset(p Params) string {
+	if p.Stages != "" {
+		return ""
+	}
 	for _, name := range []string{PresetV32, PresetV4, PresetV4BF16, PresetV4FP4} {
 		q, _ := Preset(name, p.PageSize)
 		if p.Norm == q.Norm && p.RopeOffset == q.RopeOffset && p.RopeStyle == q.RopeStyle && p.Hadamard == q.Hadamard &&
@@ -197,7 +220,11 @@ func (p Params) String() string {
 	if p.Store != StoreBF16 {
 		s += "/" + p.ScaleFmt
 	}
-	return s + fmt.Sprintf(" P=%d pages=%d eps=%g", p.PageSize, p.NumPages, p.Eps)
+	s += fmt.Sprintf(" P=%d pages=%d eps=%g", p.PageSize, p.NumPages, p.Eps)
+	if p.Stages != "" {
+		s += " stages=" + p.Stages
+	}
+	return s
 }
 
 // ParseParams decodes the JSON form of Params (capture files, exec

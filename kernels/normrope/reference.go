@@ -14,8 +14,13 @@ import (
 
 // tokenZ computes token t's pre-store vector z in f64 (norm, RoPE on
 // [rope_offset, +64) with freqs row positions[t], then the Hadamard when
-// enabled). It returns the norm factor r = 1/sqrt(v + eps) too.
+// enabled). It returns the norm factor r = 1/sqrt(v + eps) too. With
+// stages "store" z is token t's x, exactly, and r is 1.
 func (in *inputs) tokenZ(t int, z *[Dim]float64) (r float64) {
+	if in.p.Stages == StagesStore {
+		in.row(t, z)
+		return 1
+	}
 	var x [Dim]float64
 	in.row(t, &x)
 	r = normF64(in.p.Norm, &x, &in.w, &in.b, float64(in.p.Eps), z)

@@ -21,12 +21,15 @@
  * the kernel fills its output through atomics.
  *
  * Built by scripts/sglang-emu with kernels/emu/emu_cxx.py; needs the
- * wheel's include folders and tvm-ffi's (apache-tvm-ffi 0.1.11) headers
- * and library. Exit 0 when every check passes. */
+ * wheel's include folders, tvm-ffi's (apache-tvm-ffi 0.1.11) headers and
+ * library, and adapters/sglang (tvm_view.h) on the include path. The
+ * harness runs of the same kernel go through adapters/sglang/topk_v1.cu. Exit 0 when every check passes. */
 
 #include "../host_emu.h"
 
 #include <deepseek_v4/topk_v1.cuh>
+
+#include "tvm_view.h" /* adapters/sglang: DLTensor views over host memory */
 
 #include <algorithm>
 #include <cstdio>
@@ -46,32 +49,9 @@ uint32_t key32(float f)
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-/* A 2-D (or 1-D) int32/f32 DLTensor over host memory, "on" CUDA device 0
- * as the kernel's checks want. */
-struct View {
-    DLTensor t{};
-    int64_t shape[2]{};
-    int64_t strides[2]{};
-    View(void *data, DLDataType dt, std::initializer_list<int64_t> dims, int64_t row_stride = 0)
-    {
-        int nd = 0;
-        for (int64_t d : dims) shape[nd++] = d;
-        t.data = data;
-        t.device = DLDevice{kDLCUDA, 0};
-        t.ndim = nd;
-        t.dtype = dt;
-        t.shape = shape;
-        if (nd == 2) {
-            strides[0] = row_stride ? row_stride : shape[1];
-            strides[1] = 1;
-        } else {
-            strides[0] = 1;
-        }
-        t.strides = strides;
-    }
-};
-const DLDataType kF32{kDLFloat, 32, 1};
-const DLDataType kI32{kDLInt, 32, 1};
+using kd_sglang::kF32;
+using kd_sglang::kI32;
+using kd_sglang::View;
 
 struct Case {
     std::string name;

@@ -488,6 +488,43 @@ void test_trap_sticky()
 
 } /* namespace */
 
+/* Type punning as CUDA kernels spell it (SGLang's AlignedVector: integer
+ * storage loaded in one vector access, its elements read back through a
+ * pointer to the element type). nvcc keeps such code working; g++ at -O2
+ * with strict aliasing may not (it read zeros here before emu_cxx passed
+ * -fno-strict-aliasing). Lane l loads bf16 dims 4l..4l+3 holding l + 1 and
+ * sums them: 4(l + 1). */
+struct PunStorage {
+    uint16_t data[4];
+};
+struct alignas(8) PunVector {
+    PunStorage s;
+    __device__ void load(const void *p, int off) { s = reinterpret_cast<const PunStorage *>(p)[off]; }
+    __device__ __nv_bfloat16 &operator[](int i) { return reinterpret_cast<__nv_bfloat16 *>(&s)[i]; }
+};
+
+__global__ void pun_kernel(const __nv_bfloat16 *in, float *out)
+{
+    PunVector v;
+    v.load(in, threadIdx.x);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum += __bfloat162float(v[i]);
+    out[threadIdx.x] = sum;
+}
+
+void test_type_punning()
+{
+    std::vector<__nv_bfloat16> in(128);
+    for (int i = 0; i < 128; ++i) in[i] = __float2bfloat16(static_cast<float>(i / 4 + 1));
+    std::vector<float> out(32, -1.0f);
+    emu::launch(1, 32, [&] { pun_kernel(in.data(), out.data()); });
+    bool ok = true;
+    for (int l = 0; l < 32; ++l) ok = ok && out[l] == 4.0f * (l + 1);
+    check("type punning through reinterpret_cast (vector load, element reads)", ok,
+          "lane 1: " + std::to_string(out[1]) + ", want 8");
+}
+
 int main()
 {
     test_dims();
@@ -503,6 +540,7 @@ int main()
     test_chevron();
     test_trap();
     test_trap_sticky();
+    test_type_punning();
     if (failures) {
         std::printf("FAIL: %d checks failed\n", failures);
         return 1;

@@ -57,3 +57,19 @@ func TestRunParam(t *testing.T) {
 		}
 	}
 }
+
+// TestRunParamSelected: --param applies to the cases --run selects. The
+// quick suite's e4m3-midpoint case needs RMSNorm, so --param norm=layer
+// over every store case is a usage error naming it; over the cases a
+// --run leaves it out of, the reference passes them with LayerNorm.
+func TestRunParamSelected(t *testing.T) {
+	suite := "../../../../fixtures/suites/quick/normrope.toml"
+	code, _, errOut := run(t, "run", "--suite", suite, "--run", "norm_rope_store", "--impl", "reference", "--param", "norm=layer")
+	if code != 2 || !strings.Contains(errOut, "e4m3-midpoint") {
+		t.Errorf("norm=layer over every case: exit %d, stderr %q; want 2 naming e4m3-midpoint", code, errOut)
+	}
+	code, out, errOut := run(t, "run", "--suite", suite, "--run", "norm_rope_store/(gaussian|zero)/", "--impl", "reference", "--param", "norm=layer", "--json", t.TempDir()+"/r.jsonl")
+	if code != 0 || strings.Contains(out, "e4m3-midpoint") {
+		t.Errorf("norm=layer over gaussian and zero: exit %d\n%s%s", code, out, errOut)
+	}
+}

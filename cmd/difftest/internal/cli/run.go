@@ -200,7 +200,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	failfast := fs.Bool("failfast", false, "stop after the first failing case")
 	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
 	var params paramList
-	fs.Var(&params, "param", "set suite param `NAME=VALUE` in every case that takes it, e.g. accum_bits=8 (repeatable; see difftest list families)")
+	fs.Var(&params, "param", "set suite param `NAME=VALUE` in every case --run selects that takes it, e.g. accum_bits=8 (repeatable; see difftest list families)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -233,7 +233,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}
-	if err := suite.SetParams(st, params); err != nil {
+	if err := suite.SetParams(st, params, sel.Run); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	items, err := st.Select(sel)

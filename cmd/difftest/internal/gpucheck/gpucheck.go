@@ -5,6 +5,13 @@
 // difftest binary itself, kernels.fatbin, faults/, faults.txt, tests/):
 //
 //	info        difftest info: device, driver, fatbin images, build
+//	hostdevice  tests/hostdevice (kernels/emu/probe/hostdevice.cu): the
+//	            CPU emulator's f16, bf16 and e4m3 conversions of special
+//	            values (the CUDA headers' host code) against the GPU's
+//	            cvt, and rsqrtf's distance from 1/sqrt rounded once; it
+//	            settles the emulator verdicts that rest on them (SGLang's
+//	            top-k and -NaN, adapters/sglang/expected.txt): fails on a
+//	            conversion that differs or rsqrt beyond 2 ULP
 //	suite       the default suite on the GPU (--impl cuda), JSON + JUnit
 //	bench       difftest bench on the bench suite (docs/nightly.md shapes):
 //	            kernel times with a cold L2 (CUDA events, 5 warm-up + 30
@@ -23,7 +30,7 @@
 // then prints a table, last: step, result, seconds, figures. Each step has
 // its own time limit in seconds (Limits; the environment's KD_T_<STEP>,
 // e.g. KD_T_SUITE=200, overrides it), so one hang cannot eat the budget:
-// info 10, suite 70, bench 90, selftest 80, memcheck 35 for the real build
+// info 10, hostdevice 10, suite 70, bench 90, selftest 80, memcheck 35 for the real build
 // and memcheck_control 15 per MEM_* build (one case), racecheck 35 per run,
 // gotest 75 for both test binaries together (cuda.test first). A command
 // past its limit gets SIGTERM, and SIGKILL 5 s later.
@@ -66,12 +73,12 @@ import (
 )
 
 // Steps are the steps in the order they run by default.
-var Steps = []string{"info", "suite", "bench", "selftest", "memcheck", "racecheck", "gotest"}
+var Steps = []string{"info", "hostdevice", "suite", "bench", "selftest", "memcheck", "racecheck", "gotest"}
 
 // DefaultLimits are the steps' time limits (seconds); the keys are the
 // step names and memcheck_control, the limit of each MEM_* control run.
 var DefaultLimits = map[string]int{
-	"info": 10, "suite": 70, "bench": 90, "selftest": 80, "memcheck": 35,
+	"info": 10, "hostdevice": 10, "suite": 70, "bench": 90, "selftest": 80, "memcheck": 35,
 	"memcheck_control": 15, "racecheck": 35, "gotest": 75,
 }
 
@@ -180,6 +187,8 @@ func (c *checker) step(ctx context.Context, s string) Row {
 	switch s {
 	case "info":
 		return c.info(ctx)
+	case "hostdevice":
+		return c.hostdevice(ctx)
 	case "suite":
 		return c.suite(ctx)
 	case "bench":
@@ -527,6 +536,53 @@ func readFaults(path string) ([]faultBuild, error) {
 		}
 	}
 	return out, nil
+}
+
+// hostdevice runs the bundle's tests/hostdevice, its output to
+// hostdevice.txt: ok when it exits 0 (every conversion agrees, rsqrt
+// within 2 ULP), FAIL with the first differing value otherwise, skip
+// without the binary or without a GPU (exit 125). The figures are its
+// summary line and the f16 of -NaN on both sides.
+func (c *checker) hostdevice(ctx context.Context) Row {
+	bin := filepath.Join(c.Dist, "tests", "hostdevice")
+	if !isExec(bin) {
+		return Row{Result: "skip", Figures: "no tests/hostdevice in the bundle"}
+	}
+	log := c.report("hostdevice.txt")
+	rc, _ := c.run(ctx, c.limit("hostdevice"), log, nil, c.Dist, bin)
+	b, _ := os.ReadFile(log)
+	var summary, negNaN, first string
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "hostdevice: "):
+			summary = strings.TrimPrefix(line, "hostdevice: ")
+		case strings.HasPrefix(line, "f16 of -NaN"):
+			negNaN = line
+		case first == "" && strings.Contains(line, ": host 0x"):
+			first = line
+		}
+	}
+	fig := strings.Join(nonEmpty(summary, negNaN), "; ")
+	switch {
+	case rc == 0:
+		return Row{Result: "ok", Figures: fig}
+	case rc == 125:
+		return Row{Result: "skip", Figures: "no GPU: " + summary}
+	case rc == 124:
+		return Row{Result: "FAIL", Figures: fmt.Sprintf("timed out after %ds", c.limit("hostdevice"))}
+	}
+	return Row{Result: "FAIL", Figures: strings.Join(nonEmpty(fmt.Sprintf("exit %d", rc), fig, first), "; ")}
+}
+
+// nonEmpty returns the non-empty strings of ss, in order.
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (c *checker) gotest(ctx context.Context) Row {

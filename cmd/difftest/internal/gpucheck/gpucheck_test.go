@@ -127,6 +127,7 @@ func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int
 		filepath.Join(dist, "faults", "MEM_OOB_READ.fatbin"):         "fatbin",
 		filepath.Join(dist, "faults.txt"):                            "# name\tmutant\tkernel\twhat\nRACE_MISSING_BARRIER\t-\ttopk_transform\tno barrier\nMEM_OOB_READ\t-\ttopk_transform\tstray read\n",
 		filepath.Join(bin, "compute-sanitizer"):                      fakeSanitizer,
+		filepath.Join(dist, "tests", "hostdevice"):                   fakeHostDevice,
 	}
 	for p, body := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -297,5 +298,45 @@ func TestGPUCheckBench(t *testing.T) {
 	rows, rc = gpuCheck(t, "bench", "FAKE_DT=benchfail")
 	if want := "FAIL exit 1; 0 cases timed, copy bandwidth 4012.5 GB/s, 1 failed their checks: topk_transform/decode-b1-l2048-k512"; !strings.HasPrefix(rows["bench"], want) || rc != 1 {
 		t.Errorf("bench row %q (exit %d), want prefix %q", rows["bench"], rc, want)
+	}
+}
+
+// fakeHostDevice prints what kernels/emu/probe/hostdevice.cu prints: with
+// FAKE_HD unset every value agrees; "differ" one f16 NaN differs; "nogpu"
+// no driver (exit 125).
+const fakeHostDevice = `#!/usr/bin/env bash
+case "${FAKE_HD:-}" in
+differ)
+	echo "f16    0xFFC00000: host 0x7FFF device 0xFE00"
+	echo "f16 of -NaN (0xFFC00000): host 0x7FFF device 0xFE00"
+	echo "hostdevice: 105 compared, 1 differ, rsqrt max 1 ULP over 65536 values"
+	exit 1 ;;
+nogpu)
+	echo "hostdevice: cudaMalloc(&dx, kN * sizeof(float)): CUDA driver version is insufficient for CUDA runtime version"
+	exit 125 ;;
+esac
+echo "f16 of -NaN (0xFFC00000): host 0x7FFF device 0x7FFF"
+echo "hostdevice: 105 compared, 0 differ, rsqrt max 1 ULP over 65536 values"
+`
+
+// TestGPUCheckHostDevice: the hostdevice step passes when the probe finds
+// host and device agree, fails naming the first differing value, and is
+// skipped without a GPU.
+func TestGPUCheckHostDevice(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for the fake tools")
+	}
+	for _, tt := range []struct {
+		env, want string
+		rc        int
+	}{
+		{"", "ok 105 compared, 0 differ, rsqrt max 1 ULP over 65536 values; f16 of -NaN (0xFFC00000): host 0x7FFF device 0x7FFF", 0},
+		{"differ", "FAIL exit 1; 105 compared, 1 differ, rsqrt max 1 ULP over 65536 values; f16 of -NaN (0xFFC00000): host 0x7FFF device 0xFE00; f16    0xFFC00000: host 0x7FFF device 0xFE00", 1},
+		{"nogpu", "skip no GPU: cudaMalloc(&dx, kN * sizeof(float)): CUDA driver version is insufficient for CUDA runtime version", 0},
+	} {
+		rows, rc := gpuCheck(t, "hostdevice", "FAKE_HD="+tt.env)
+		if got := rows["hostdevice"]; got != tt.want || rc != tt.rc {
+			t.Errorf("FAKE_HD=%q: row %q exit %d, want %q exit %d", tt.env, got, rc, tt.want, tt.rc)
+		}
 	}
 }
