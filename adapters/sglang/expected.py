@@ -60,7 +60,9 @@ def main(argv):
     for case, cls in sorted(want.items()):
         if case not in got:
             bad.append(f"{case} was expected to fail ({cls}) and did not: update {path}")
-    if passed == 0:
+    if passed == 0 and not want:
+        # A run with nothing passing is only right when this file says
+        # which cases fail and why (every other one was declined).
         bad.append(f"no case of suite {suite} passed")
     for b in bad:
         print(f"sglang-emu: {name}: {b}", file=sys.stderr)
