@@ -179,7 +179,7 @@ def test_exec_stated_outputs(tmp_path):
 
 
 def test_exec_swallowed_output_hint(tmp_path):
-    r, _ = exec_servekernel(tmp_path, "swallows")
+    r, out = exec_servekernel(tmp_path, "swallows")
     assert r.returncode == 0
     assert "fill it in place (out.copy_(v) / out[...] = v)" in r.stderr, r.stderr
     assert "swallows has no parameter 'b', so the output went into its **params unseen" in r.stderr, r.stderr
@@ -191,7 +191,7 @@ def test_exec_swallowed_output_hint(tmp_path):
 
 
 def test_exec_rebinding_hint(tmp_path):
-    r, _ = exec_servekernel(tmp_path, "rebinds")
+    r, out = exec_servekernel(tmp_path, "rebinds")
     assert r.returncode == 0
     assert "output 'b' still holds only the harness's poison (never written)" in r.stderr
     _, meta = read_file(out)
