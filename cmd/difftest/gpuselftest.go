@@ -39,15 +39,8 @@ func runGPUSelftest(ctx context.Context, args []string, stdout, stderr io.Writer
 	timeout := fs.Duration("timeout", 2*time.Minute, "time-out per run on one case")
 	parallel := fs.Int("parallel", 4, "fault builds run at once (one worker process each)")
 	jsonOut := fs.String("json", "", "also write the rows as JSON to `FILE`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return difftest.ExitPass
-		}
-		return difftest.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gpu-selftest: unexpected argument %q\n", fs.Arg(0))
-		return difftest.ExitUsage
+	if code, ok := parseNoArgs(fs, args, "gpu-selftest", stderr); !ok {
+		return code
 	}
 	dir := *faultsDir
 	if dir == "" {

@@ -32,15 +32,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fatbin := fs.String("fatbin", bridge.DefaultFatbin, "fatbin to describe, relative to the working directory")
 	device := fs.Int("device", 0, "CUDA device ordinal")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return difftest.ExitPass
-		}
-		return difftest.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "info: unexpected argument %q\n", fs.Arg(0))
-		return difftest.ExitUsage
+	if code, ok := parseNoArgs(fs, args, "info", stderr); !ok {
+		return code
 	}
 	// Paths and driver messages come from flags and the environment:
 	// escaped for the terminal, line by line.

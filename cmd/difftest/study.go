@@ -77,15 +77,8 @@ func runStudy(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", 5*time.Minute, "time-out per run of one stage")
 	jsonOut := fs.String("json", "", "write the rows as JSON to FILE")
 	svgOut := fs.String("svg", "", "write the recall chart as SVG to FILE")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return difftest.ExitPass
-		}
-		return difftest.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "study needle: unexpected argument %q\n", fs.Arg(0))
-		return difftest.ExitUsage
+	if code, ok := parseNoArgs(fs, args[1:], "study needle", stderr); !ok {
+		return code
 	}
 	ls, err := listFlag(*lengths, strconv.Atoi)
 	if err == nil {
