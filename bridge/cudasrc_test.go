@@ -148,7 +148,8 @@ func cudasrcRun(t *testing.T, bin, root, driver, impl string, args ...string) (i
 // The bring-your-own path end to end on the emulator, through the CLI: the
 // example adapter (examples/cuda_adapter, README) is built with emu_cxx.py
 // and passes every topk_transform case of the quick suite (f32, bf16 and
-// f16 scores), the kernels it does not implement are not tested, the
+// f16 scores), the kernels it does not implement are not tested (their
+// inputs not drawn: Impl.Offers), the
 // pipeline runs their stages on the reference, and the run is labelled
 // emulated. Then two broken adapters: one mapping every row through
 // page-table row 0 fails with the diagnosis of the catalog mutant
@@ -181,6 +182,9 @@ func TestCudasrcEmuEndToEnd(t *testing.T) {
 			skipped++
 			if r.Verdict != difftest.VerdictSkip || !strings.Contains(r.Message, "the adapter defines kd_adapter_topk_transform, not kd_adapter_") {
 				t.Errorf("%s: %s %q, want skip: not implemented", id, r.Verdict, r.Message)
+			}
+			if r.InputSHA256 != "" {
+				t.Errorf("%s: not offered, yet its inputs were drawn (input_sha256 %s)", id, r.InputSHA256)
 			}
 		}
 	}

@@ -558,6 +558,19 @@ func (im *Impl) end(w *workerProc) bool {
 	}
 }
 
+// Offers implements difftest.KernelOfferer: over an adapter library
+// (cudasrc), only the kernels the adapter defines, so the runner draws no
+// inputs for the others' cases (not tested, as Run would report them);
+// over a fatbin, every kernel (one without a launcher fails in Run).
+func (im *Impl) Offers(kernel string) (bool, string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.adapters != nil && !im.adapters[kernel] {
+		return false, fmt.Sprintf("the adapter defines %s, not %s", adapterList(im.adapters), adapterFunc(kernel))
+	}
+	return true, ""
+}
+
 // request builds the wire request and checks the case with a dry run of
 // its launcher, so a case the kernel cannot take fails before any device
 // work.
