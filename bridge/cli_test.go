@@ -2,12 +2,15 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // buildDifftest builds cmd/difftest with the Makefile's link flags into a
@@ -80,11 +83,7 @@ func TestRunWithoutDriverExits125(t *testing.T) {
 		if strings.Contains(args[len(args)-1], "missing") {
 			continue // no fatbin: the reason is the fatbin, not the machine
 		}
-		for _, want := range []string{"no CUDA driver", "make difftest IMPL=emu", "--impl reference"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("%v: reason %q lacks %q", args, msg, want)
-			}
-		}
+		texttest.Contains(t, fmt.Sprint(args, ": reason"), msg, "no CUDA driver", "make difftest IMPL=emu", "--impl reference")
 		t.Logf("%v → 125 in %v: %s", args, elapsed.Round(time.Millisecond), msg)
 	}
 }
@@ -99,9 +98,5 @@ func TestInfoWithoutDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("info: %v\n%s", err, out)
 	}
-	for _, want := range []string{"build:", "go:        go1.", "fatbin: ", "unavailable: stat ", "no such file or directory", "device 0:", "unavailable: no CUDA driver: dlopen " + missingDriver} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("info output lacks %q:\n%s", want, out)
-		}
-	}
+	texttest.Contains(t, "info output", string(out), "build:", "go:        go1.", "fatbin: ", "unavailable: stat ", "no such file or directory", "device 0:", "unavailable: no CUDA driver: dlopen "+missingDriver)
 }

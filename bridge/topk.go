@@ -45,7 +45,6 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
@@ -136,21 +135,15 @@ func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if batch > math.MaxInt32 {
 		return launch{}, difftest.Inputf("scores", nil, "batch %d exceeds int32", batch)
 	}
-	l := launch{
-		Entry:     fmtEntry("kd_topk_transform_%d", p.K),
-		Block:     cuda.Dim3{X: uint32(C.kd_topk_threads), Y: 1, Z: 1},
-		SharedMem: uint32(C.kd_topk_dynamic_smem),
-	}
+	l := blockLaunch(fmtEntry("kd_topk_transform_%d", p.K), C.kd_topk_threads, C.kd_topk_dynamic_smem)
 	if batch == 0 {
 		return l, nil
 	}
-	l.Grid = cuda.Dim3{X: uint32(batch), Y: 1, Z: 1}
-	arg := make([]byte, topkParamsSize)
-	C.kd_pack_topk((*C.uchar)(unsafe.Pointer(&arg[0])),
-		C.uint64_t(scores.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr),
-		C.uint64_t(out.Ptr), C.uint64_t(rawPtr),
-		C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K),
-		dtypeCode)
-	l.Args = [][]byte{arg}
-	return l, nil
+	return l.withStruct(uint32(batch), topkParamsSize, func(dst unsafe.Pointer) {
+		C.kd_pack_topk((*C.uchar)(dst),
+			C.uint64_t(scores.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr),
+			C.uint64_t(out.Ptr), C.uint64_t(rawPtr),
+			C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K),
+			dtypeCode)
+	}), nil
 }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // Text from a child or a file with characters XML 1.0 forbids (U+FFFE,
@@ -37,9 +37,5 @@ func TestJUnitValidXMLForHostileText(t *testing.T) {
 			text += string(cd)
 		}
 	}
-	for _, want := range []string{`a\ufffeb\uffffc\x01d\x1b[2Je\x00f\xff\xfe]]>g`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("failure text lacks %q:\n%s", want, text)
-		}
-	}
+	texttest.Contains(t, "failure text", text, `a\ufffeb\uffffc\x01d\x1b[2Je\x00f\xff\xfe]]>g`)
 }

@@ -60,6 +60,34 @@ func Span(i, j int) string {
 	return fmt.Sprintf("%d–%d", i, j-1)
 }
 
+// ChunkSizes returns the chunk sizes of a halving pass over n items:
+// ⌈n/2⌉, ⌈n/4⌉, …, 1, keeping only sizes s with ⌈n/s⌉ ≤ maxChunks (none
+// for n ≤ 0).
+func ChunkSizes(n, maxChunks int) []int {
+	var ss []int
+	for s := (n + 1) / 2; s >= 1; s = (s + 1) / 2 {
+		if (n+s-1)/s <= maxChunks {
+			ss = append(ss, s)
+		}
+		if s == 1 {
+			break
+		}
+	}
+	return ss
+}
+
+// Halving calls f(s, i, j) for every chunk [i, j) of a halving pass over
+// n items: size s by size of ChunkSizes(n, maxChunks), largest first, and
+// within a size the chunks [0, s), [s, 2s), … in order, the last one cut
+// at n.
+func Halving(n, maxChunks int, f func(s, i, j int)) {
+	for _, s := range ChunkSizes(n, maxChunks) {
+		for i := 0; i < n; i += s {
+			f(s, i, min(i+s, n))
+		}
+	}
+}
+
 // NextPow2 returns the smallest power of two ≥ n, 1 for n ≤ 1.
 func NextPow2(n int) int {
 	p := 1

@@ -1,7 +1,9 @@
 package triage
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -43,6 +45,29 @@ func TestSpanNextPow2(t *testing.T) {
 		if got := NextPow2(n); got != want {
 			t.Errorf("NextPow2(%d) = %d, want %d", n, got, want)
 		}
+	}
+}
+
+// A halving pass over 5 items cuts at sizes 3, 2, 1 (every chunk); with
+// at most 3 chunks a level only sizes 3 and 2 remain; 0 items have none.
+func TestHalving(t *testing.T) {
+	for _, c := range []struct {
+		n, maxChunks int
+		want         string
+	}{
+		{5, 5, "3:[0,3) 3:[3,5) 2:[0,2) 2:[2,4) 2:[4,5) 1:[0,1) 1:[1,2) 1:[2,3) 1:[3,4) 1:[4,5)"},
+		{5, 3, "3:[0,3) 3:[3,5) 2:[0,2) 2:[2,4) 2:[4,5)"},
+		{1, 1, "1:[0,1)"},
+		{0, 4, ""},
+	} {
+		var got []string
+		Halving(c.n, c.maxChunks, func(s, i, j int) { got = append(got, fmt.Sprintf("%d:[%d,%d)", s, i, j)) })
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("Halving(%d, %d) = %q, want %q", c.n, c.maxChunks, g, c.want)
+		}
+	}
+	if got := ChunkSizes(1000, 1000); !slices.Equal(got, []int{500, 250, 125, 63, 32, 16, 8, 4, 2, 1}) {
+		t.Errorf("ChunkSizes(1000, 1000) = %v", got)
 	}
 }
 

@@ -154,22 +154,17 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
 	N := len(m.x)
-	for s := (N + 1) / 2; s >= 1; s = (s + 1) / 2 {
-		for i := 0; i < N; i += s {
-			j := min(i+s, N)
-			if j-i < N {
-				add(fmt.Sprintf("drop tokens %s of %d", triage.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
-					n.x = slices.Delete(n.x, i, j)
-					n.pos = slices.Delete(n.pos, i, j)
-					n.loc = slices.Delete(n.loc, i, j)
-					return true
-				})
-			}
+	triage.Halving(N, N, func(s, i, j int) {
+		if j-i == N {
+			return
 		}
-		if s == 1 {
-			break
-		}
-	}
+		add(fmt.Sprintf("drop tokens %s of %d", triage.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
+			n.x = slices.Delete(n.x, i, j)
+			n.pos = slices.Delete(n.pos, i, j)
+			n.loc = slices.Delete(n.loc, i, j)
+			return true
+		})
+	})
 	if m.xStride > Dim {
 		add(fmt.Sprintf("x_stride %d → %d", m.xStride, Dim), "xstride", func(n *shrinkModel) bool {
 			n.xStride = Dim

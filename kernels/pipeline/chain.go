@@ -55,6 +55,13 @@ func stage1As(c *difftest.Case, preset, id string) (*difftest.Case, error) {
 	np.NumPages = p.NumPages
 	raw, _ := json.Marshal(np)
 	s, err := normrope.FromTensors(id, raw, pick(c, normrope.InputNames()...))
+	return asStage(c, s, err)
+}
+
+// asStage returns s, a stage of the pipeline case c that a stage
+// kernel's FromTensors built (with its error err), as a stage of c: the
+// family "pipeline" and c's seed and key.
+func asStage(c, s *difftest.Case, err error) (*difftest.Case, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +97,7 @@ func stage2(c *difftest.Case, cache *difftest.Tensor) (*difftest.Case, error) {
 	ts := pick(c, logits.NameQ, logits.NameWeights, logits.NameSeqLens, logits.NamePageTable)
 	ts[logits.NameCache] = cache
 	s, err := logits.FromTensors(stageID(c, 1), raw, ts)
-	if err != nil {
-		return nil, err
-	}
-	s.Family, s.Seed, s.Key = "pipeline", c.Seed, c.Key
-	return s, nil
+	return asStage(c, s, err)
 }
 
 // stage3 returns the topk_transform case of c on the logits stage 2 gave.
@@ -111,11 +114,7 @@ func stage3(c *difftest.Case, scores *difftest.Tensor) (*difftest.Case, error) {
 	s.Name = topk.TensorScores
 	ts[topk.TensorScores] = s
 	st, err := topk.FromTensors(stageID(c, 2), raw, ts)
-	if err != nil {
-		return nil, err
-	}
-	st.Family, st.Seed, st.Key = "pipeline", c.Seed, c.Key
-	return st, nil
+	return asStage(c, st, err)
 }
 
 // StageKernels returns the kernels of the three stages in order

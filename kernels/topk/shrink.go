@@ -170,18 +170,15 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
 	B, K := len(m.rows), m.p.K
-	for _, s := range chunkSizes(B, B) {
-		for i := 0; i < B; i += s {
-			j := min(i+s, B)
-			if j-i == B {
-				continue
-			}
-			add(fmt.Sprintf("drop rows %s of %d", triage.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
-				n.rows = slices.Delete(n.rows, i, j)
-				return true
-			})
+	triage.Halving(B, B, func(s, i, j int) {
+		if j-i == B {
+			return
 		}
-	}
+		add(fmt.Sprintf("drop rows %s of %d", triage.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
+			n.rows = slices.Delete(n.rows, i, j)
+			return true
+		})
+	})
 	for _, k := range EntryPointKs {
 		if k < K {
 			add(fmt.Sprintf("K %d → %d", K, k), "K", func(n *shrinkModel) bool { n.p.K = k; return true })
@@ -194,7 +191,7 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	for _, r := range m.rows {
 		T = max(T, len(r.tail))
 	}
-	for _, f := range append([]int{0}, chunkSizes(T, T)...) {
+	for _, f := range append([]int{0}, triage.ChunkSizes(T, T)...) {
 		if f < T {
 			add(fmt.Sprintf("past-length fill → at most %d per row", f), "fill", func(n *shrinkModel) bool {
 				for b := range n.rows {
@@ -285,33 +282,12 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 }
 
 // rowChunks calls f for every row b and every chunk [i, j) of its valid
-// scores, row by row, chunk size s by size (chunkSizes(L, perLevel):
-// halving, at most perLevel chunks a level).
+// scores, row by row, chunk size s by size (triage.Halving(L, perLevel):
+// at most perLevel chunks a level).
 func (m *shrinkModel) rowChunks(perLevel int, f func(b, s, i, j int)) {
 	for b, r := range m.rows {
-		L := len(r.vals)
-		for _, s := range chunkSizes(L, perLevel) {
-			for i := 0; i < L; i += s {
-				f(b, s, i, min(i+s, L))
-			}
-		}
+		triage.Halving(len(r.vals), perLevel, func(s, i, j int) { f(b, s, i, j) })
 	}
-}
-
-// chunkSizes returns the chunk sizes of a halving pass over n items:
-// ceil(n/2), ceil(n/4), …, 1, keeping only sizes s with ceil(n/s) ≤
-// maxChunks.
-func chunkSizes(n, maxChunks int) []int {
-	var ss []int
-	for s := (n + 1) / 2; s >= 1; s = (s + 1) / 2 {
-		if (n+s-1)/s <= maxChunks {
-			ss = append(ss, s)
-		}
-		if s == 1 {
-			break
-		}
-	}
-	return ss
 }
 
 // maxRowLen is the longest row of m, valid scores and fill.

@@ -41,12 +41,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", difftest.DefaultTimeout, "time-out per run of the implementation")
 	jsonOut := fs.String("json", "", "write the bench report (JSON) to `FILE`, for difftest report and dashboards")
 	maxSlow := fs.String("max-slowdown", "", "exit 1 when a case is significantly slower than the baseline by more than `X` (a ratio such as 1.10, or 10%)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) > 0 {
-		return usageErr(stderr, "bench takes no arguments, got %q", pos)
+	if code, ok := parseFlagsOnly(fs, args, "bench", stderr); !ok {
+		return code
 	}
 	if err := checkTimeout(*timeout); err != nil {
 		return usageErr(stderr, "%v", err)

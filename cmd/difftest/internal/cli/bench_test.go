@@ -13,6 +13,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/bench"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // timedRef runs the reference and reports a kernel time of base + 1 ns ×
@@ -66,11 +67,7 @@ func TestBenchCommandAB(t *testing.T) {
 			t.Errorf("%s: %+v", r.Case, r.Builds[0])
 		}
 	}
-	for _, want := range []string{"baseline test-timed-slow", "times the implementation reports (L2 not controlled)", "-16.7%", "geomean", "3 cases timed, 0 failed"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table lacks %q:\n%s", want, stdout)
-		}
-	}
+	texttest.Contains(t, "table", stdout, "baseline test-timed-slow", "times the implementation reports (L2 not controlled)", "-16.7%", "geomean", "3 cases timed, 0 failed")
 }
 
 func TestBenchCommandExits(t *testing.T) {

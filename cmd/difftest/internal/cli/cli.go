@@ -241,6 +241,21 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlagsOnly parses args for the command name, which takes flags
+// only (parseInterspersed). ok is false when the command should stop with
+// code: 0 for -h, 2 for a bad flag or, reported on stderr, a positional
+// argument.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, name string, stderr io.Writer) (code int, ok bool) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagErr(err), false
+	}
+	if len(pos) > 0 {
+		return usageErr(stderr, "%s takes no arguments, got %q", name, pos), false
+	}
+	return 0, true
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("difftest "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

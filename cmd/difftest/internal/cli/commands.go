@@ -149,12 +149,8 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	seed := fs.Uint64("seed", 1, "suite seed")
 	timeout := fs.Duration("timeout", difftest.DefaultTimeout, "time-out per run of a mutant on one case; 0 = no time-out (negative is an error)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "mutants run at once")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) > 0 {
-		return usageErr(stderr, "selftest takes no arguments, got %q", pos)
+	if code, ok := parseFlagsOnly(fs, args, "selftest", stderr); !ok {
+		return code
 	}
 	if err := checkTimeout(*timeout); err != nil {
 		return usageErr(stderr, "%v", err)

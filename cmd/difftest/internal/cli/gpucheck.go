@@ -38,12 +38,8 @@ func gpuCheckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) > 0 {
-		return usageErr(stderr, "gpu-check takes no arguments, got %q", pos)
+	if code, ok := parseFlagsOnly(fs, args, "gpu-check", stderr); !ok {
+		return code
 	}
 	self, err := os.Executable()
 	if err != nil {

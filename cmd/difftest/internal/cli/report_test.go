@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 func TestReportCommand(t *testing.T) {
@@ -27,11 +29,7 @@ func TestReportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<title>t1</title>", "Failures (", "--impl mutant:topk-tie-hole", "Bench: testdata/small.toml (test-timed vs test-timed-slow)", "geomean", "needle.svg", "data:image/svg&#43;xml;base64,"} {
-		if !strings.Contains(string(page), want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+	texttest.Contains(t, "report", string(page), "<title>t1</title>", "Failures (", "--impl mutant:topk-tie-hole", "Bench: testdata/small.toml (test-timed vs test-timed-slow)", "geomean", "needle.svg", "data:image/svg&#43;xml;base64,")
 	bad := filepath.Join(dir, "notes.txt")
 	os.WriteFile(bad, []byte("hello"), 0o644)
 	for _, tc := range []struct {

@@ -201,12 +201,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	saveDir := fs.String("save-failures", "", "save each failing case as a capture file in `DIR` (for difftest replay)")
 	var params paramList
 	fs.Var(&params, "param", "set suite param `NAME=VALUE` in every case --run selects that takes it, e.g. accum_bits=8 (repeatable; see difftest list families)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) > 0 {
-		return usageErr(stderr, "run takes no arguments, got %q", pos)
+	if code, ok := parseFlagsOnly(fs, args, "run", stderr); !ok {
+		return code
 	}
 	if err := checkTimeout(f.timeout); err != nil {
 		return usageErr(stderr, "%v", err)
@@ -215,6 +211,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "--repeat %d: must be ≥ 1", *repeat)
 	}
 	sel := difftest.Selection{Seed: *seed, Repeat: *repeat}
+	var err error
 	if *runRe != "" {
 		if sel.Run, err = regexp.Compile(*runRe); err != nil {
 			return usageErr(stderr, "--run: %v", err)
