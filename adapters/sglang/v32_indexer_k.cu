@@ -13,10 +13,10 @@
  * (4l, 4l+1) and (4l+2, 4l+3), i.e. (2j, 2j+1)), hadamard off ("V3.2
  * drops the Hadamard incoherence rotation"), store = fp8 with plain
  * scales, pages of 132·P bytes. Its 1/sqrt is rsqrt (math::rsqrt), and it
- * rounds the rotated key to bf16 before quantising ("so the fp8 scale
- * matches the un-fused path"): declare that with --param
- * intermediate=bf16, or the f32 contract fails it where the rounding
- * shows.
+ * computes the norm and RoPE in f32, then rounds the rotated key to bf16
+ * once before quantising ("so the fp8 scale matches the un-fused path"):
+ * declare that with --param intermediate=bf16-once, or the f32 contract
+ * fails it where the rounding shows.
  *
  * The mapping: x bf16 [N, x_stride] is k_input (its row stride is the
  * kernel's k_input_stride_batch), out_loc i64 [N] the indices, cache u8

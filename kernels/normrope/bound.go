@@ -60,8 +60,25 @@ func (in *inputs) analyze(t int, tb *tokenBound) {
 	var sh [Dim]float64
 	em, ok := in.normStage(t, tb, &sh)
 	if ok {
-		in.laterStages(t, tb, em, &sh, false)
+		in.laterStages(t, tb, em, &sh, stagesF32)
 	}
+}
+
+// analyzeAs returns token t's bounds in tbs[:0] (reused) under the
+// declared precision intermediate (Params.Intermediate values; "" the
+// contract's f32): one tokenBound (analyze), or for a declared bf16
+// rounding after a LayerNorm possibly one per range of the mean's common
+// error (analyzeChain, analyzeOnce).
+func (in *inputs) analyzeAs(intermediate string, t int, tbs []tokenBound) []tokenBound {
+	switch intermediate {
+	case IntermediateBF16:
+		return in.analyzeChain(t, tbs)
+	case IntermediateBF16Once:
+		return in.analyzeOnce(t, tbs)
+	}
+	tbs = append(tbs[:0], tokenBound{})
+	in.analyze(t, &tbs[0])
+	return tbs
 }
 
 // maxShifts bounds the ranges of the LayerNorm mean's error that
@@ -104,39 +121,97 @@ const maxShifts = 4096
 // set is fixed, and the piece's analysis carries only the piece's
 // half-width of shift. More than maxShifts pieces fall back to the fold.
 func (in *inputs) analyzeChain(t int, tbs []tokenBound) []tokenBound {
-	tbs = append(tbs[:0], tokenBound{})
+	var norm tokenBound
 	var sh [Dim]float64
-	em, ok := in.normStage(t, &tbs[0], &sh)
+	em, ok := in.normStage(t, &norm, &sh)
 	if !ok {
-		return tbs
+		return append(tbs[:0], norm)
 	}
-	cuts := shiftCuts(&tbs[0], &sh, em*slack)
+	return roundPieces(tbs[:0], &norm, em, &sh, func(tb *tokenBound) {
+		var none [Dim]float64
+		in.laterStages(t, tb, 0, &none, stagesChain)
+	})
+}
+
+// analyzeOnce computes token t's bounds for the declared single bf16
+// rounding (Params.Intermediate "bf16-once"): the norm, RoPE and the
+// Hadamard transform (when on) computed in f32 as the contract has them,
+// then the 128 values rounded to bf16 (RNE) once, the values the store
+// then quantises (SGLang's fused V3.2 indexer_k: data[i] =
+// cast<float>(cast<bf16>(data[i])) after RoPE, before the FP8 scale; it
+// has no Hadamard). It returns them in tbs[:0] (reused), as analyzeChain
+// does: one tokenBound, or for LayerNorm one per range of the mean's
+// common error Δ over which that rounding is the same.
+//
+// The bound is derived as the chain's (analyzeChain) with its one
+// rounding point moved to the end: the f32 value before the rounding lies
+// within e_k of the f64 value z_k (analyze's bound, with the mean's
+// common shift Δ·sh_k, carried exactly through RoPE and the Hadamard,
+// kept apart), so the kernel's bf16 value is one of [bf16(z_k − e_k),
+// bf16(z_k + e_k)]: the bf16 rounding of z_k itself unless z_k lies
+// within e_k of a bf16 midpoint, where it is either neighbour. The store
+// is then judged on those bf16 values with no f32 error left (tiny), so
+// the declared rounding is admitted and a truncating or doubly rounding
+// conversion, or a second bf16 rounding earlier in the chain where it
+// shows, is not. With the BF16 store the rounding is the store's own and
+// the bounds are the contract's (Check does not ask for them).
+func (in *inputs) analyzeOnce(t int, tbs []tokenBound) []tokenBound {
+	var f32 tokenBound
+	var sh [Dim]float64
+	em, ok := in.normStage(t, &f32, &sh)
+	if !ok {
+		return append(tbs[:0], f32)
+	}
+	in.laterStages(t, &f32, em, &sh, stagesOnce)
+	if f32.dc != "" {
+		return append(tbs[:0], f32)
+	}
+	return roundPieces(tbs[:0], &f32, em, &sh, func(tb *tokenBound) {
+		for k := range tb.e {
+			tb.e[k] += tiny
+			if math.IsInf(tb.z[k], 0) {
+				tb.dc = "the error analysis overflows"
+			}
+		}
+	})
+}
+
+// roundPieces is a bf16 rounding point of a token's analysis whose
+// values tb.z (bounds tb.e) carry the LayerNorm mean's common error Δ·sh,
+// |Δ| ≤ em, apart: it cuts [−em, em] into the pieces over which every
+// value's rounding set is the same (shiftCuts), rounds each piece's
+// values (roundBF16, the piece's half-width of shift folded into the
+// bounds), calls next on it (the analysis's later stages) and appends it
+// to tbs, the piece holding Δ = 0 first. With no cut (em 0, or no
+// midpoint crossed) or too many (past maxShifts) it appends one
+// tokenBound, the shift folded into each value's bound.
+func roundPieces(tbs []tokenBound, tb *tokenBound, em float64, sh *[Dim]float64, next func(*tokenBound)) []tokenBound {
+	cuts := shiftCuts(tb, sh, em*slack)
 	if cuts == nil {
-		roundBF16(&tbs[0], em, &sh)
-		in.laterStages(t, &tbs[0], 0, &sh, true)
-		return tbs
+		one := *tb
+		roundBF16(&one, em, sh)
+		next(&one)
+		return append(tbs, one)
 	}
-	norm := tbs[0]
-	tbs = tbs[:0]
 	first := 1 // the piece holding Δ = 0 (a kernel's mean is rarely far off) first
 	for first < len(cuts)-1 && cuts[first] < 0 {
 		first++
 	}
+	var none [Dim]float64
 	for j := 0; j < len(cuts)-1; j++ {
 		k := first + j
 		if k >= len(cuts) {
 			k -= len(cuts) - 1
 		}
 		mid, half := (cuts[k-1]+cuts[k])/2, (cuts[k]-cuts[k-1])/2
-		tb := norm
-		var none [Dim]float64
-		for i := range tb.z {
-			tb.z[i] += mid * sh[i]
-			tb.e[i] += half * math.Abs(sh[i])
+		piece := *tb
+		for i := range piece.z {
+			piece.z[i] += mid * sh[i]
+			piece.e[i] += half * math.Abs(sh[i])
 		}
-		roundBF16(&tb, 0, &none)
-		in.laterStages(t, &tb, 0, &none, true)
-		tbs = append(tbs, tb)
+		roundBF16(&piece, 0, &none)
+		next(&piece)
+		tbs = append(tbs, piece)
 	}
 	return tbs
 }
@@ -249,16 +324,31 @@ func (in *inputs) normStage(t int, tb *tokenBound, sh *[Dim]float64) (em float64
 	return em, true
 }
 
+// stageMode is how laterStages carries a token's analysis to the store.
+type stageMode int
+
+const (
+	stagesF32   stageMode = iota // the contract: f32 throughout, the mean's common shift folded into the bounds
+	stagesChain                  // the bf16 chain: rounded to bf16 after each stage but the store's own (em 0)
+	stagesOnce                   // f32 throughout, the shift kept apart (sh mapped, not folded) for the single rounding after
+)
+
 // laterStages carries tb (stage 1's values and bounds, the common shift
 // em·sh) through RoPE and the Hadamard transform to the values before the
-// store; chain rounds to bf16 after each stage (roundBF16) but the store's
-// own, em then being 0.
-func (in *inputs) laterStages(t int, tb *tokenBound, em float64, sh *[Dim]float64, chain bool) {
+// store, as mode says: stagesChain rounds to bf16 after each stage
+// (roundBF16) but the store's own, em then being 0; stagesOnce leaves the
+// shift em·sh out of the final bounds (sh is mapped through the stages
+// with the values), for analyzeOnce's rounding to follow it.
+func (in *inputs) laterStages(t int, tb *tokenBound, em float64, sh *[Dim]float64, mode stageMode) {
 	y, e := &tb.z, &tb.e
 	stage := func() {
-		if chain {
+		if mode == stagesChain {
 			roundBF16(tb, 0, sh)
 		}
+	}
+	fold := 1.0 // the shift's share of the final bounds
+	if mode == stagesOnce {
+		fold = 0
 	}
 
 	// Stage 2, RoPE: out = a·c − b·s (or a·s + b·c) with exact f32 c, s.
@@ -312,11 +402,11 @@ func (in *inputs) laterStages(t int, tb *tokenBound, em float64, sh *[Dim]float6
 		hadamardF64(y)
 		hadamardF64(sh)
 		for k := range y {
-			e[k] = common + em*math.Abs(sh[k])*(1+3*u) + 2.01*u*(math.Abs(y[k])+em*math.Abs(sh[k]))
+			e[k] = common + em*math.Abs(sh[k])*(fold+3*u) + 2.01*u*(math.Abs(y[k])+em*math.Abs(sh[k]))
 		}
 	} else {
 		for k := range y {
-			e[k] += em * math.Abs(sh[k])
+			e[k] += fold * em * math.Abs(sh[k])
 		}
 	}
 	if in.p.Hadamard && in.p.Store != StoreBF16 {

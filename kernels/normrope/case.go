@@ -130,8 +130,8 @@ func plan(spec difftest.CaseSpec) (*gen, family, error) {
 	p.ScaleFmt = pp.String("scale_fmt", p.ScaleFmt, ScalePlain, ScaleUE8M0)
 	eps := pp.Float("eps", float64(DefaultEps))
 	p.Model = pp.String("model", p.Model, ModelV32, ModelV4)
-	if pp.String("intermediate", IntermediateF32, IntermediateF32, IntermediateBF16) == IntermediateBF16 {
-		p.Intermediate = IntermediateBF16
+	if v := pp.String("intermediate", IntermediateF32, IntermediateF32, IntermediateBF16, IntermediateBF16Once); v != IntermediateF32 {
+		p.Intermediate = v
 	}
 	if pp.String("stages", StagesAll, StagesAll, StagesStore) == StagesStore {
 		p.Stages = StagesStore

@@ -34,7 +34,7 @@ func describeParams(family string) []difftest.ParamInfo {
 		{Name: "scale_fmt", Doc: `string, default the preset's ("plain"; "ue8m0" for v4-fp4): plain or ue8m0 (plain only with the bf16 store, ue8m0 only with the fp4 store)`},
 		{Name: "eps", Doc: "float, default 1e-6: norm epsilon, a positive normal f32"},
 		{Name: "model", Doc: `string, default the preset's: YaRN freqs table of v32 or v4`},
-		{Name: "intermediate", Doc: `string, default "f32": the declared precision between norm, RoPE, Hadamard and the store, f32 or bf16 (SGLang's unfused path); the bound follows it`},
+		{Name: "intermediate", Doc: `string, default "f32": the declared precision between norm, RoPE, Hadamard and the store: f32, bf16 (after every stage, SGLang's unfused path) or bf16-once (f32 stages, one bf16 rounding before the store, SGLang's fused V3.2 indexer_k); the bound follows it`},
 		{Name: "stages", Doc: `string, default "all": all (norm, RoPE, Hadamard, store) or store (x is the key, already normed and rotated: only the store; the norm, RoPE and Hadamard switches are ignored)`},
 		{Name: "P", Doc: fmt.Sprintf("int, default 64: page size, a power of two in [1, %d] (MaxPageSize)", MaxPageSize)},
 		{Name: "N", Doc: fmt.Sprintf("int, default 96: tokens, in [1, %d] (MaxTokens)", MaxTokens)},

@@ -32,6 +32,14 @@
 //     the "large-mean" family (|mean|/std about 2^7 to 2^11, the most the
 //     bf16 grid allows) fails a one-pass kernel in every LayerNorm case of
 //     the default and quick suites, and passes two-pass and Welford ones.
+//   - Declared precision (Params.Intermediate): "bf16" is the chain that
+//     rounds to bf16 after the norm, RoPE and the Hadamard (SGLang's
+//     unfused V3.2 path); "bf16-once" computes those stages in f32 and
+//     rounds the values to bf16 once, before the store quantises them
+//     (SGLang's fused V3.2 indexer_k; after the Hadamard when it is on).
+//     Each is checked with its own derived bound (bound.go: analyzeChain,
+//     analyzeOnce) besides the contract's, so it admits exactly that
+//     rounding; the reference stays f32.
 //   - Tolerance ratio: the error a stored value needs before rounding, over
 //     the bound (Check): 0 for the rounding of the exact value, at most 1
 //     when accepted, so a passing case's max_ratio is its margin;

@@ -32,15 +32,32 @@ type sim32 struct {
 	// bf16 ops does (SGLang's unfused V3.2 path): Params.Intermediate
 	// "bf16" declares it.
 	bf16Stages bool
+	// bf16Once rounds the 128 values to bf16 (RNE) once, after the last
+	// stage (the Hadamard when on), before the store quantises them, as
+	// SGLang's fused V3.2 indexer_k does: Params.Intermediate
+	// "bf16-once" declares it.
+	bf16Once bool
 }
 
 // roundStage rounds z to bf16 in place when s.bf16Stages: to nearest
 // even, or by truncation for the bf16-truncate fault (that chain's every
 // f32 → bf16 conversion truncates).
 func (s sim32) roundStage(z *[Dim]float32) {
-	if !s.bf16Stages {
-		return
+	if s.bf16Stages {
+		s.roundBF16(z)
 	}
+}
+
+// roundOnce rounds z to bf16 in place when s.bf16Once, as roundStage does.
+func (s sim32) roundOnce(z *[Dim]float32) {
+	if s.bf16Once {
+		s.roundBF16(z)
+	}
+}
+
+// roundBF16 rounds z to bf16 in place: to nearest even, or by truncation
+// for the bf16-truncate fault.
+func (s sim32) roundBF16(z *[Dim]float32) {
 	for i, v := range z {
 		b := numeric.BF16FromF32(v)
 		if s.fault == "bf16-truncate" {
@@ -85,6 +102,7 @@ func (s sim32) token(in *inputs, t int, z *[Dim]float32) {
 		in.row32(t, z) // store only: the key is x
 		return
 	}
+	defer s.roundOnce(z) // after every stage, the Hadamard's included
 	var x [Dim]float32
 	in.row32(t, &x)
 	var tmp [Dim]float32

@@ -45,10 +45,13 @@ type Params struct {
 	Eps        float32 `json:"eps"`              // norm epsilon, a positive normal f32 (1e-6 in both families)
 	Model      string  `json:"model"`            // YaRN table of the freqs input: "v32" or "v4", or "" in a capture of a live call (informational for replay)
 	// Intermediate is the declared precision between the stages: "" (f32
-	// throughout, the contract's default) or "bf16" (the 128 values
+	// throughout, the contract's default), "bf16" (the 128 values
 	// rounded to bf16 after the norm, after RoPE and after the Hadamard
-	// transform, as SGLang's unfused V3.2 path does). The bound follows
-	// it (bound.go); the reference does not.
+	// transform, as SGLang's unfused V3.2 path does) or "bf16-once" (norm,
+	// RoPE and the Hadamard in f32, then the 128 values rounded to bf16
+	// once, just before they are quantised or stored, as SGLang's fused
+	// V3.2 indexer_k kernel does). The bound follows it (bound.go); the
+	// reference does not.
 	Intermediate string `json:"intermediate,omitempty"`
 	// Stages is which steps of the contract the kernel performs: ""
 	// (every step: norm, RoPE, the Hadamard when on, the store) or
@@ -67,10 +70,16 @@ const (
 	StagesStore = "store"
 )
 
-// Values of Params.Intermediate as suite params give them.
+// Values of Params.Intermediate as suite params give them ("f32" is
+// stored as the empty string, the default).
 const (
-	IntermediateF32  = "f32"
-	IntermediateBF16 = "bf16"
+	IntermediateF32  = "f32"  // f32 between the stages: the contract
+	IntermediateBF16 = "bf16" // bf16 after the norm, after RoPE and after the Hadamard (a chain of bf16 ops)
+	// IntermediateBF16Once is one bf16 rounding: norm, RoPE and the
+	// Hadamard in f32, the values rounded to bf16 (RNE) once before the
+	// store quantises them (with the BF16 store, the store's own
+	// rounding: the contract itself).
+	IntermediateBF16Once = "bf16-once"
 )
 
 // Enumerated values of Params.
@@ -149,8 +158,8 @@ func (p Params) Check() error {
 	case p.NumPages > MaxCacheBytes/p.PageBytes():
 		return difftest.Inputf("num_pages", nil, "%d pages of %d bytes (%s store, P=%d) exceed the cache limit of %d bytes (MaxCacheBytes): at most %d pages at this page size",
 			p.NumPages, p.PageBytes(), p.Store, p.PageSize, MaxCacheBytes, MaxCacheBytes/p.PageBytes())
-	case p.Intermediate != "" && p.Intermediate != IntermediateBF16:
-		return difftest.Inputf("intermediate", nil, "must be %q or absent (f32 between the stages), got %q", IntermediateBF16, p.Intermediate)
+	case p.Intermediate != "" && p.Intermediate != IntermediateBF16 && p.Intermediate != IntermediateBF16Once:
+		return difftest.Inputf("intermediate", nil, "must be %q, %q or absent (f32 between the stages), got %q", IntermediateBF16, IntermediateBF16Once, p.Intermediate)
 	case p.Stages != "" && p.Stages != StagesStore:
 		return difftest.Inputf("stages", nil, "must be %q or absent (every step), got %q", StagesStore, p.Stages)
 	case p.Stages == StagesStore && p.Intermediate != "":

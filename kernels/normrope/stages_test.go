@@ -98,9 +98,11 @@ func TestStoreOnlyParams(t *testing.T) {
 	if got := MatchPreset(p); got != "" {
 		t.Errorf("MatchPreset of a store-only v4 configuration = %q, want none", got)
 	}
-	p.Intermediate = IntermediateBF16
-	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "intermediate") {
-		t.Errorf("store-only with intermediate bf16: error %v, want one naming intermediate", err)
+	for _, im := range []string{IntermediateBF16, IntermediateBF16Once} {
+		p.Intermediate = im
+		if err := p.Check(); err == nil || !strings.Contains(err.Error(), "intermediate") {
+			t.Errorf("store-only with intermediate %s: error %v, want one naming intermediate", im, err)
+		}
 	}
 	p.Intermediate = ""
 	raw, err := json.Marshal(p)

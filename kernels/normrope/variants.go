@@ -55,7 +55,11 @@ const (
 //     wrong rotary convention does.
 //
 //   - intermediate=bf16 (a precision variant): passes the contract's
-//     check with bf16 declared between the stages (Params.Intermediate).
+//     check with bf16 declared between the stages (Params.Intermediate);
+//
+//   - intermediate=bf16-once (a precision variant): passes it with one
+//     bf16 rounding declared before the store (SGLang's fused V3.2
+//     indexer_k).
 //
 // e4m3-truncate runs the binary32 kernel model (model32.go) with that one
 // change, like the mutants; it returns the case's *InputError for an
@@ -78,24 +82,42 @@ func Variants() []triage.Variant {
 			}},
 		{Name: "rope-style-swap", Alias: "rope-style-swap", Doc: "the other RoPE pairing: interleaved (GPT-J) where neox (rotate_half) is asked, and back"},
 		{Name: VariantIntermediateBF16, Precision: true,
-			Doc: "bf16 between norm, RoPE, Hadamard and the store, as SGLang's unfused V3.2 path does",
-			Accepts: func(c *difftest.Case, got, want []*difftest.Tensor) bool {
-				p, err := paramsOf(c)
-				if err != nil || p.Intermediate == IntermediateBF16 {
-					return false
-				}
-				p.Intermediate = IntermediateBF16
-				cc := *c
-				cc.Params = p
-				return !Check(&cc, got, want).Failed()
-			}},
+			Doc:     "bf16 between norm, RoPE, Hadamard and the store, as SGLang's unfused V3.2 path does",
+			Accepts: acceptsAs(IntermediateBF16)},
+		{Name: VariantIntermediateBF16Once, Precision: true,
+			Doc:     "f32 through norm, RoPE and Hadamard, rounded to bf16 once before the store, as SGLang's fused V3.2 indexer_k does",
+			Accepts: acceptsAs(IntermediateBF16Once)},
 	}
 }
 
-// VariantIntermediateBF16 is the precision variant "passes as
-// intermediate=bf16": the store's check with Params.Intermediate bf16
-// declared, on a case that declares f32.
-const VariantIntermediateBF16 = "intermediate=bf16"
+// Precision variants: "passes as intermediate=…", the store's check with
+// that Params.Intermediate declared, on a case that declares another.
+const (
+	// VariantIntermediateBF16 is "passes as intermediate=bf16": the bf16
+	// chain (bf16 after the norm, RoPE and the Hadamard).
+	VariantIntermediateBF16 = "intermediate=" + IntermediateBF16
+	// VariantIntermediateBF16Once is "passes as intermediate=bf16-once":
+	// one bf16 rounding of the values the store quantises.
+	VariantIntermediateBF16Once = "intermediate=" + IntermediateBF16Once
+)
+
+// acceptsAs returns a precision variant's Accepts: the case's check with
+// intermediate declared passes got, on a case that does not declare it
+// already (its own check has failed) and whose declaration changes the
+// check (not bf16-once with the BF16 store, the store's own rounding).
+func acceptsAs(intermediate string) func(c *difftest.Case, got, want []*difftest.Tensor) bool {
+	return func(c *difftest.Case, got, want []*difftest.Tensor) bool {
+		p, err := paramsOf(c)
+		if err != nil || p.Intermediate == intermediate || p.Stages == StagesStore ||
+			intermediate == IntermediateBF16Once && p.Store == StoreBF16 {
+			return false
+		}
+		p.Intermediate = intermediate
+		cc := *c
+		cc.Params = p
+		return !Check(&cc, got, want).Failed()
+	}
+}
 
 // Variants returns the semantic variants (triage.VariantProvider); see
 // Variants.

@@ -176,12 +176,13 @@ func TestVariantCatalog(t *testing.T) {
 			t.Errorf("%s: named like a mutant without being its alias, or no Run", v.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap", VariantIntermediateBF16}) {
+	if !slices.Equal(names, []string{"bf16-truncate", variantE4M3Truncate, "scale-no-floor", variantFP4OneStage, variantFP4TiesDownPack, "rope-style-swap", VariantIntermediateBF16, VariantIntermediateBF16Once}) {
 		t.Errorf("variants %v", names)
 	}
 	cands := triage.Candidates(Kernel{})
-	if len(cands) != len(Mutants())+4 || cands[len(cands)-4].Name != variantE4M3Truncate || cands[len(cands)-2].Name != variantFP4TiesDownPack || cands[len(cands)-1].Name != VariantIntermediateBF16 {
-		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack, VariantIntermediateBF16)
+	if len(cands) != len(Mutants())+5 || cands[len(cands)-5].Name != variantE4M3Truncate || cands[len(cands)-3].Name != variantFP4TiesDownPack ||
+		cands[len(cands)-2].Name != VariantIntermediateBF16 || cands[len(cands)-1].Name != VariantIntermediateBF16Once {
+		t.Errorf("%d candidates, the last %q; want the mutants then %s, %s, %s, %s, %s", len(cands), cands[len(cands)-1].Name, variantE4M3Truncate, variantFP4OneStage, variantFP4TiesDownPack, VariantIntermediateBF16, VariantIntermediateBF16Once)
 	}
 }
 
