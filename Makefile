@@ -109,9 +109,14 @@ recipes-test:
 pytest:
 	scripts/test-python
 
+# Every Go package's tests. go test starts the packages' test binaries in
+# the order named (-p of them at once, one per CPU), and ./... names each
+# package once, so the slowest packages, named first, run beside the rest
+# instead of alone at the end.
+GOTEST_FIRST ?= ./kernels/normrope ./cmd/difftest ./bridge ./kernels/logits ./kernels/topk ./fixtures
 gotest:
 	scripts/setup-pytools
-	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -timeout 40m ./...
+	KD_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -timeout 40m $(GOTEST_FIRST) ./...
 
 # The emulated driver --impl emu loads (kernels/emu/libcuda_emu.cu).
 emu-lib:

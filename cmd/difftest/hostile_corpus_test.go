@@ -536,13 +536,16 @@ func programInputs(t *testing.T, e *corpusEnv) []hostile {
 			}
 		}
 	}
+	// The sleeper outlasts --timeout 3s (exec kills it there) and exits
+	// well within proc.ServeHelloTimeout, so serve waits out the sleep
+	// and sees it exit without a hello: 8 s reaches both as 30 s did.
 	bodies := map[string]string{
 		"exits 0 writing nothing":        "exit 0",
 		"ESC and U+FFFE on stderr, exit": "printf '\\033[2J\\033]0;pwned\\007\\357\\277\\276\\357\\277\\277\\001 boom\\n' >&2; exit 1",
 		"50 MB on stderr":                "head -c 50000000 /dev/zero >&2; exit 1",
 		"garbage on stdout":              "head -c 1000000 /dev/urandom; exit 0",
 		"killed by SIGSEGV":              "kill -SEGV $$",
-		"sleeps past the time-out":       "sleep 30",
+		"sleeps past the time-out":       "sleep 8",
 		"setsid child holds stdout":      "setsid sleep 30 & exit 0",
 	}
 	names := make([]string, 0, len(bodies))

@@ -1,7 +1,10 @@
 package normrope
 
 import (
+	"testing"
+
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
@@ -73,4 +76,44 @@ func withParam(spec difftest.CaseSpec, name string, value any) difftest.CaseSpec
 	}
 	spec.Params = ps
 	return spec
+}
+
+// verdicts judges implementations' runs on one case against one reference
+// (outcome) and remembers each verdict by the bytes judged: the canary
+// check and Check are functions of the case, the output bytes and the
+// reference alone, so a run that writes bytes already judged has their
+// verdict, and is not judged again. The catalog tests, whose kernel
+// variants and mutants often write the same cache, judge each distinct
+// cache once.
+type verdicts struct {
+	c    *difftest.Case
+	want *difftest.Tensor
+	seen map[string]verdict
+}
+
+// verdict is one outcome: failed and why.
+type verdict struct {
+	failed bool
+	why    string
+}
+
+// newVerdicts returns an empty memo of verdicts on c against want.
+func newVerdicts(c *difftest.Case, want *difftest.Tensor) *verdicts {
+	return &verdicts{c: c, want: want, seen: map[string]verdict{}}
+}
+
+// of runs run on a fresh canary-filled cache (kerneltest.Run) and returns
+// the outcome of the bytes it wrote, judging them only when they are new.
+func (v *verdicts) of(t *testing.T, run func([]*difftest.Tensor) error) (failed bool, why string) {
+	t.Helper()
+	got := kerneltest.Run(t, v.c, run)[0].Data
+	if r, ok := v.seen[string(got)]; ok {
+		return r.failed, r.why
+	}
+	failed, why = outcome(t, v.c, v.want, func(o []*difftest.Tensor) error {
+		copy(o[0].Data, got)
+		return nil
+	})
+	v.seen[string(got)] = verdict{failed, why}
+	return failed, why
 }
