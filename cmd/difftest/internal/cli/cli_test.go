@@ -61,6 +61,10 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 const small = "testdata/small.toml"
 
 func TestExitCodes(t *testing.T) {
+	// The harness-panic row writes a stack file: keep it out of the
+	// machine's temporary folder.
+	crashDir = t.TempDir()
+	defer func() { crashDir = "" }()
 	tests := []struct {
 		name   string
 		args   []string
