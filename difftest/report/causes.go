@@ -234,11 +234,21 @@ func MoreLine(n int) string {
 // compared within a tolerance (Element.Ratio set); an exactly compared one
 // has none to print. Escaped (SafeText).
 func WorstLine(e difftest.Element) string {
-	line := fmt.Sprintf("worst %s%s: got %s, want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
+	line := fmt.Sprintf("worst %s: got %s, want %s", elementName(e), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
 	if e.Ratio != nil {
 		line += fmt.Sprintf(" (ratio %.3g)", *e.Ratio)
 	}
 	return line
+}
+
+// elementName is e's tensor and index as one name, escaped (SafeText):
+// "page_indices[1][0]" for a subscript index, "cache token 0 slot 21 dim
+// 42" (a space between) for an index in words.
+func elementName(e difftest.Element) string {
+	if e.Index == "" || strings.HasPrefix(e.Index, "[") {
+		return difftest.SafeText(e.Tensor) + difftest.SafeText(e.Index)
+	}
+	return difftest.SafeText(e.Tensor) + " " + difftest.SafeText(e.Index)
 }
 
 // replayLines are a record's replay commands: its suite case's, and its

@@ -124,3 +124,23 @@ func TestJUnitByCause(t *testing.T) {
 		t.Errorf("%d worst lines in the failures, want 1 (the first case of its cause)", n)
 	}
 }
+
+// TestWorstLine: a subscript index follows its tensor's name directly, an
+// index in words (norm_rope_store's) after a space, and a ratio is printed
+// only where the element has one.
+func TestWorstLine(t *testing.T) {
+	for _, c := range []struct {
+		e    difftest.Element
+		want string
+	}{
+		{difftest.Element{Tensor: "page_indices", Index: "[1][0]", Got: "-64", Want: "5760 = slot(raw 0)"},
+			"worst page_indices[1][0]: got -64, want 5760 = slot(raw 0)"},
+		{difftest.Element{Tensor: "cache", Index: "token 0 slot 21 dim 42", Got: "0xf3 (-176)", Want: "0xf4 (-192)", Ratio: difftest.RatioOf(50.3)},
+			"worst cache token 0 slot 21 dim 42: got 0xf3 (-176), want 0xf4 (-192) (ratio 50.3)"},
+		{difftest.Element{Tensor: "cache", Got: "1", Want: "2"}, "worst cache: got 1, want 2"},
+	} {
+		if got := WorstLine(c.e); got != c.want {
+			t.Errorf("WorstLine(%+v) = %q, want %q", c.e, got, c.want)
+		}
+	}
+}

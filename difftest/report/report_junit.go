@@ -211,7 +211,7 @@ func failureDetails(r *difftest.Record, n, total int, c *Cause) string {
 	}
 	if first := c.Records[0]; first == r {
 		for _, e := range difftest.Breaking(r.Worst) {
-			fmt.Fprintf(&b, "worst: %s%s got %s want %s", difftest.SafeText(e.Tensor), difftest.SafeText(e.Index), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
+			fmt.Fprintf(&b, "worst: %s got %s want %s", elementName(e), difftest.SafeText(e.Got), difftest.SafeText(e.Want))
 			if e.Ratio != nil {
 				fmt.Fprintf(&b, " ratio %.3g", *e.Ratio)
 			}
