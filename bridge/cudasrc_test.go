@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,11 +63,58 @@ func TestParseCudasrc(t *testing.T) {
 		{"../examples/cuda_adapter -fno-exceptions", `unknown or unsupported flag "-fno-exceptions"`},
 		{"../examples/cuda_adapter -I", "-I needs a value"},
 		{"'../examples", "unterminated"},
+		{"../examples/cuda_adapter -D ''", "-D needs a macro name"},
+		{"../examples/cuda_adapter -U=x", "-U needs a macro name"},
+		{"../examples/cuda_adapter -std=", "-std= needs a standard"},
+		{"../examples/cuda_adapter -include /nonexistent/h.h", "-include /nonexistent/h.h: no such file"},
+		{"../examples/cuda_adapter -include ../examples", "-include ../examples: not a regular file (a folder)"},
 	} {
 		_, err := parseCudasrc("cudasrc:"+tc.arg, tc.arg, true, root)
 		if err == nil || !errors.Is(err, difftest.ErrUnknownImpl) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want a usage error saying %q", tc.arg, err, tc.want)
 		}
+	}
+}
+
+// A folder's .cu entries must be regular files (a symlink to one is fine):
+// a FIFO would block the build (its hash reads the sources) past SIGTERM,
+// a folder or a dangling link is named as a usage error, not a build error.
+func TestParseCudasrcFolderEntries(t *testing.T) {
+	root := repoRoot(t)
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+		want string
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a FIFO)"},
+		{"dir", func(p string) error { return os.Mkdir(p, 0o755) }, "not a regular file (a folder)"},
+		{"dangling", func(p string) error { return os.Symlink("/nonexistent/x.cu", p) }, "no such file"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a.cu"), []byte("// empty\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.make(filepath.Join(dir, "b.cu")); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !errors.Is(err, difftest.ErrUnknownImpl) || !strings.Contains(err.Error(), "b.cu") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err %v, want a usage error naming b.cu and saying %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: parseCudasrc blocked", tc.name)
+		}
+	}
+	// A symlink to a regular .cu file is a source.
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "examples", "cuda_adapter", "adapter.cu"), filepath.Join(dir, "a.cu")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root); err != nil || len(b.sources) != 1 {
+		t.Errorf("symlinked source: %v", err)
 	}
 }
 
