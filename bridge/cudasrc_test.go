@@ -369,3 +369,44 @@ func TestDocsShowTheExampleAdapter(t *testing.T) {
 		}
 	}
 }
+
+// checkAdapterSymbols refuses a library whose kd_adapter_* functions are
+// not the contracts' (a misspelt contract would leave its cases silently
+// untested) or that defines a contract's function with C++ linkage (a
+// signature other than kernels/kd_adapter.h's: an overload never called),
+// and accepts the adapter and helper functions themselves, GCC's .cold
+// clones included.
+func TestCheckAdapterSymbols(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++")
+	}
+	build := func(src string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a.cc"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lib := filepath.Join(dir, "a.so")
+		if out, err := exec.Command(cxx, "-shared", "-fPIC", "-O0", "-o", lib, filepath.Join(dir, "a.cc")).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, out)
+		}
+		return lib
+	}
+	good := `extern "C" int kd_adapter_topk_transform(const void *, void *) { return 0; }
+extern "C" int kd_adapter_synchronize(void) { return 0; }
+`
+	if err := checkAdapterSymbols(build(good)); err != nil {
+		t.Errorf("good library: %v", err)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{good + `extern "C" int kd_adapter_norm_rope_stor(const void *, void *) { return 0; }`,
+			"kd_adapter_norm_rope_stor, which no contract has (kernels/kd_adapter.h: kd_adapter_indexer_logits, kd_adapter_norm_rope_store, kd_adapter_topk_transform;"},
+		{good + `struct other; int kd_adapter_norm_rope_store(const other *, void *) { return 0; }`,
+			"kd_adapter_norm_rope_store with C++ linkage"},
+	} {
+		err := checkAdapterSymbols(build(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
