@@ -43,13 +43,20 @@ func ParseParamAssign(s string) (string, any, error) {
 // name no selected case takes, or a value a selected case rejects, is an
 // error naming the param (and the case); cases run leaves out keep their
 // params, so `--run` can leave out the families a configuration does not
-// fit. Captured cases (SuiteCase.Capture) keep their params.
+// fit. Captured cases (SuiteCase.Capture) keep their params. A NAME given
+// twice is an error naming both assignments (one would silently replace
+// the other).
 func SetParams(s *difftest.Suite, assigns []string, run *regexp.Regexp) error {
+	seen := map[string]string{}
 	for _, a := range assigns {
 		name, val, err := ParseParamAssign(a)
 		if err != nil {
 			return err
 		}
+		if prev, ok := seen[name]; ok {
+			return fmt.Errorf("--param %s: %q is already set by --param %s (give each param once)", a, name, prev)
+		}
+		seen[name] = a
 		n := 0
 		for i := range s.Cases {
 			sc := &s.Cases[i]

@@ -73,3 +73,15 @@ func TestRunParamSelected(t *testing.T) {
 		t.Errorf("norm=layer over gaussian and zero: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRunParamTwice: a param given twice is a usage error naming both
+// values (the second silently replaced the first, so a run under
+// `--param intermediate=bf16 --param intermediate=f32` checked f32 while
+// its header listed both).
+func TestRunParamTwice(t *testing.T) {
+	code, _, errOut := run(t, "run", "--suite", "../../../../fixtures/suites/quick/normrope.toml", "--run", "norm_rope_store", "--impl", "reference",
+		"--param", "intermediate=bf16", "--param", "N=4", "--param", "intermediate=f32")
+	if code != 2 || !strings.Contains(errOut, `--param intermediate=f32: "intermediate" is already set by --param intermediate=bf16`) {
+		t.Errorf("intermediate twice: exit %d, stderr %q; want 2 naming both", code, errOut)
+	}
+}
