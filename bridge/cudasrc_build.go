@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 )
 
@@ -193,24 +194,9 @@ func regularFile(p string) error {
 	case err != nil:
 		return err
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s: not a regular file (%s)", p, fileKind(st.Mode()))
+		return fmt.Errorf("%s: not a regular file (%s)", p, filekind.Of(st.Mode()))
 	}
 	return nil
-}
-
-// fileKind names a non-regular file's type for a message.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.Type().String()
 }
 
 // macroName matches a -D or -U macro name: an identifier, for -D
