@@ -10,11 +10,14 @@ package bridge
 import (
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +105,9 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 		}
 		return nil, unavailable("building the adapter: %v", err)
 	}
+	if err := checkAdapterSymbols(adapter); err != nil {
+		return nil, unavailable("%s: %v", b.path, err)
+	}
 	grace, err := exitGraceFrom(os.Getenv(ExitGraceEnv))
 	if err != nil {
 		return nil, unavailable("%v", err)
@@ -134,6 +140,68 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 		im.props[difftest.PropEmulated] = "the adapter's CUDA source (" + b.path + ") on the CPU emulator, not a GPU"
 	}
 	return im, nil
+}
+
+// adapterHelpers are the kd_adapter_* functions kernels/kd_adapter_info.cu
+// adds to every adapter library.
+var adapterHelpers = []string{"kd_adapter_params_size", "kd_adapter_synchronize", "kd_adapter_error_name"}
+
+// mangledAdapter matches the Itanium-mangled name of a C++ function
+// kd_adapter_*: _Z, the name's length, the name.
+var mangledAdapter = regexp.MustCompile(`^_Z(\d+)(kd_adapter_\w+)`)
+
+// checkAdapterSymbols reads the symbol table of the adapter library at
+// path and refuses a function named kd_adapter_* that is neither a
+// contract's adapter function nor a helper (a misspelt contract: its
+// cases would go untested without a word; kernels/kd_adapter.h reserves
+// the prefix), or a contract's adapter function with C++ linkage (a
+// definition whose parameters differ from the header's declaration, an
+// overload the worker never calls). A library without a symbol table
+// (stripped) is not checked.
+func checkAdapterSymbols(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading the adapter library: %v", err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil // stripped
+	}
+	known := map[string]bool{}
+	for _, h := range adapterHelpers {
+		known[h] = true
+	}
+	contracts := map[string]bool{}
+	for _, n := range launcherNames() {
+		known[adapterFunc(n)] = true
+		contracts[n] = true
+	}
+	var unknown, cxx []string
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		name, _, _ := strings.Cut(s.Name, ".") // GCC's clones: f.cold, f.part.0
+		if m := mangledAdapter.FindStringSubmatch(name); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n <= len(m[2]) && known[m[2][:n]] {
+				cxx = append(cxx, m[2][:n])
+			}
+			continue
+		}
+		if strings.HasPrefix(name, "kd_adapter_") && !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	sort.Strings(cxx)
+	switch {
+	case len(unknown) > 0:
+		return fmt.Errorf("defines %s, which no contract has (kernels/kd_adapter.h: %s; the kd_adapter_ prefix is theirs)", strings.Join(slices.Compact(unknown), ", "), adapterList(contracts))
+	case len(cxx) > 0:
+		return fmt.Errorf("defines %s with C++ linkage: its parameters differ from kernels/kd_adapter.h's declaration, so it is an overload the harness never calls", strings.Join(slices.Compact(cxx), ", "))
+	}
+	return nil
 }
 
 // adapterList names the adapter functions of the kernels in set, sorted:

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 )
 
@@ -103,6 +104,11 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 			return nil, usageErr(spec, "the folder %s holds no .cu file (the adapter and the sources to compile)", words[0])
 		}
 		sort.Strings(cus)
+		for _, cu := range cus {
+			if err := regularFile(cu); err != nil {
+				return nil, usageErr(spec, "source %v (every top-level .cu file of the folder is compiled)", err)
+			}
+		}
 		b.sources = cus
 	case st.Mode().IsRegular() && strings.HasSuffix(path, ".cu"):
 		b.sources = []string{path}
@@ -133,9 +139,17 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 				return nil, err
 			}
 			switch w {
-			case "-I", "-isystem", "-include":
+			case "-include":
+				if err := regularFile(v); err != nil {
+					return nil, usageErr(spec, "-include %v", err)
+				}
+				b.compile = append(b.compile, w, abs(v))
+			case "-I", "-isystem":
 				b.compile = append(b.compile, w, abs(v))
 			case "-D", "-U":
+				if err := checkMacro(w, v); err != nil {
+					return nil, usageErr(spec, "%v", err)
+				}
 				b.compile = append(b.compile, w+v)
 			case "-L":
 				b.link = append(b.link, "-L"+abs(v))
@@ -146,8 +160,14 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 				flag = "-isystem"
 			}
 			b.compile = append(b.compile, flag, abs(strings.TrimPrefix(w, flag)))
-		case strings.HasPrefix(w, "-D") || strings.HasPrefix(w, "-U") || strings.HasPrefix(w, "-std=") || w == "-g" ||
-			w == "-O0" || w == "-O1" || w == "-O2" || w == "-O3":
+		case strings.HasPrefix(w, "-D") || strings.HasPrefix(w, "-U"):
+			if err := checkMacro(w[:2], w[2:]); err != nil {
+				return nil, usageErr(spec, "%v", err)
+			}
+			b.compile = append(b.compile, w)
+		case w == "-std=":
+			return nil, usageErr(spec, "-std= needs a standard, e.g. -std=c++17")
+		case strings.HasPrefix(w, "-std=") || w == "-g" || w == "-O0" || w == "-O1" || w == "-O2" || w == "-O3":
 			b.compile = append(b.compile, w)
 		case strings.HasPrefix(w, "-L"):
 			b.link = append(b.link, "-L"+abs(strings.TrimPrefix(w, "-L")))
@@ -160,6 +180,41 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 		}
 	}
 	return b, nil
+}
+
+// regularFile returns nil when p is a regular file or a symlink to one,
+// else an error naming p and what it is: the compiler would block on a
+// FIFO (and so would the cache key, which reads the sources), and a
+// folder or a dangling link is the user's mistake, not a build failure.
+func regularFile(p string) error {
+	st, err := os.Stat(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: no such file", p)
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: not a regular file (%s)", p, filekind.Of(st.Mode()))
+	}
+	return nil
+}
+
+// macroName matches a -D or -U macro name: an identifier, for -D
+// optionally with a function-like macro's parameter list.
+var macroName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\(.*\))?$`)
+
+// checkMacro checks the NAME of "-D NAME[=VALUE]" or "-U NAME" (flag "-D"
+// or "-U", v the rest): an identifier (-D: with an optional parameter
+// list), so the compiler gets no empty or malformed macro.
+func checkMacro(flag, v string) error {
+	name := v
+	if flag == "-D" {
+		name, _, _ = strings.Cut(v, "=")
+	}
+	if !macroName.MatchString(name) || flag == "-U" && strings.Contains(name, "(") {
+		return fmt.Errorf("%s needs a macro name (an identifier), got %q", flag, v)
+	}
+	return nil
 }
 
 // has reports whether flags holds a word starting with prefix.

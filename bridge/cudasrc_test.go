@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,11 +63,58 @@ func TestParseCudasrc(t *testing.T) {
 		{"../examples/cuda_adapter -fno-exceptions", `unknown or unsupported flag "-fno-exceptions"`},
 		{"../examples/cuda_adapter -I", "-I needs a value"},
 		{"'../examples", "unterminated"},
+		{"../examples/cuda_adapter -D ''", "-D needs a macro name"},
+		{"../examples/cuda_adapter -U=x", "-U needs a macro name"},
+		{"../examples/cuda_adapter -std=", "-std= needs a standard"},
+		{"../examples/cuda_adapter -include /nonexistent/h.h", "-include /nonexistent/h.h: no such file"},
+		{"../examples/cuda_adapter -include ../examples", "-include ../examples: not a regular file (a folder)"},
 	} {
 		_, err := parseCudasrc("cudasrc:"+tc.arg, tc.arg, true, root)
 		if err == nil || !errors.Is(err, difftest.ErrUnknownImpl) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want a usage error saying %q", tc.arg, err, tc.want)
 		}
+	}
+}
+
+// A folder's .cu entries must be regular files (a symlink to one is fine):
+// a FIFO would block the build (its hash reads the sources) past SIGTERM,
+// a folder or a dangling link is named as a usage error, not a build error.
+func TestParseCudasrcFolderEntries(t *testing.T) {
+	root := repoRoot(t)
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+		want string
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a FIFO)"},
+		{"dir", func(p string) error { return os.Mkdir(p, 0o755) }, "not a regular file (a folder)"},
+		{"dangling", func(p string) error { return os.Symlink("/nonexistent/x.cu", p) }, "no such file"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a.cu"), []byte("// empty\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.make(filepath.Join(dir, "b.cu")); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !errors.Is(err, difftest.ErrUnknownImpl) || !strings.Contains(err.Error(), "b.cu") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err %v, want a usage error naming b.cu and saying %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: parseCudasrc blocked", tc.name)
+		}
+	}
+	// A symlink to a regular .cu file is a source.
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "examples", "cuda_adapter", "adapter.cu"), filepath.Join(dir, "a.cu")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root); err != nil || len(b.sources) != 1 {
+		t.Errorf("symlinked source: %v", err)
 	}
 }
 
@@ -318,6 +366,47 @@ func TestDocsShowTheExampleAdapter(t *testing.T) {
 		}
 		if got := fn(string(b), doc); got != want {
 			t.Errorf("%s shows\n%s\nexamples/cuda_adapter/adapter.cu has\n%s", doc, got, want)
+		}
+	}
+}
+
+// checkAdapterSymbols refuses a library whose kd_adapter_* functions are
+// not the contracts' (a misspelt contract would leave its cases silently
+// untested) or that defines a contract's function with C++ linkage (a
+// signature other than kernels/kd_adapter.h's: an overload never called),
+// and accepts the adapter and helper functions themselves, GCC's .cold
+// clones included.
+func TestCheckAdapterSymbols(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++")
+	}
+	build := func(src string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a.cc"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lib := filepath.Join(dir, "a.so")
+		if out, err := exec.Command(cxx, "-shared", "-fPIC", "-O0", "-o", lib, filepath.Join(dir, "a.cc")).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, out)
+		}
+		return lib
+	}
+	good := `extern "C" int kd_adapter_topk_transform(const void *, void *) { return 0; }
+extern "C" int kd_adapter_synchronize(void) { return 0; }
+`
+	if err := checkAdapterSymbols(build(good)); err != nil {
+		t.Errorf("good library: %v", err)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{good + `extern "C" int kd_adapter_norm_rope_stor(const void *, void *) { return 0; }`,
+			"kd_adapter_norm_rope_stor, which no contract has (kernels/kd_adapter.h: kd_adapter_indexer_logits, kd_adapter_norm_rope_store, kd_adapter_topk_transform;"},
+		{good + `struct other; int kd_adapter_norm_rope_store(const other *, void *) { return 0; }`,
+			"kd_adapter_norm_rope_store with C++ linkage"},
+	} {
+		err := checkAdapterSymbols(build(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q", tc.src, err, tc.want)
 		}
 	}
 }

@@ -43,17 +43,29 @@ func ParseParamAssign(s string) (string, any, error) {
 // name no selected case takes, or a value a selected case rejects, is an
 // error naming the param (and the case); cases run leaves out keep their
 // params, so `--run` can leave out the families a configuration does not
-// fit. Captured cases (SuiteCase.Capture) keep their params.
+// fit. Captured cases (SuiteCase.Capture) keep their params (when only
+// captures take NAME, the error says so). A NAME given
+// twice is an error naming both assignments (one would silently replace
+// the other).
 func SetParams(s *difftest.Suite, assigns []string, run *regexp.Regexp) error {
+	seen := map[string]string{}
 	for _, a := range assigns {
 		name, val, err := ParseParamAssign(a)
 		if err != nil {
 			return err
 		}
-		n := 0
+		if prev, ok := seen[name]; ok {
+			return fmt.Errorf("--param %s: %q is already set by --param %s (give each param once)", a, name, prev)
+		}
+		seen[name] = a
+		n, captured := 0, 0
 		for i := range s.Cases {
 			sc := &s.Cases[i]
-			if sc.Capture != "" || (run != nil && !run.MatchString(sc.Spec.ID())) || !takesParam(sc.Spec, name) {
+			if (run != nil && !run.MatchString(sc.Spec.ID())) || !takesParam(sc.Spec, name) {
+				continue
+			}
+			if sc.Capture != "" {
+				captured++
 				continue
 			}
 			ps := make(map[string]any, len(sc.Spec.Params)+1)
@@ -67,6 +79,9 @@ func SetParams(s *difftest.Suite, assigns []string, run *regexp.Regexp) error {
 				return fmt.Errorf("--param %s: %w", a, err)
 			}
 			n++
+		}
+		if n == 0 && captured > 0 {
+			return fmt.Errorf("--param %s: the selected cases of suite %s that take %q are captures (%d), which keep the params they were recorded with", a, s.Name, name, captured)
 		}
 		if n == 0 {
 			return fmt.Errorf("--param %s: no selected case of suite %s takes %q (see difftest list families)", a, s.Name, name)

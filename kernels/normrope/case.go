@@ -43,7 +43,8 @@ type gen struct {
 //
 //	preset     "v32" | "v4" | "v4-bf16" | "v4-fp4" (default "v4"), then overrides:
 //	norm, rope_offset, rope_style, hadamard, store, scale_fmt, eps, model,
-//	intermediate (f32 or bf16: the declared precision between the stages),
+//	intermediate (f32, bf16 or bf16-once: the declared precision between
+//	the stages; absent with stages = store),
 //	stages (all or store: store only, x already normed and rotated)
 //	P          page size, a power of two in [1, MaxPageSize] (default 64)
 //	N          tokens, [1, MaxTokens] (default 96)

@@ -237,7 +237,9 @@ func (p Params) String() string {
 }
 
 // ParseParams decodes the JSON form of Params (capture files, exec
-// metadata) and checks it (Params.Check). Unknown fields are errors. eps is
+// metadata) and checks it (Params.Check). Unknown fields are errors.
+// intermediate "f32" and stages "all" (the suite's names of the defaults)
+// are read as absent. eps is
 // read as written (f64) and checked before it is rounded to f32, so an eps
 // that underflows or overflows f32 is reported with the value given.
 func ParseParams(raw json.RawMessage) (Params, error) {
@@ -249,6 +251,22 @@ func ParseParams(raw json.RawMessage) (Params, error) {
 		return Params{}, fmt.Errorf("norm_rope_store params: %w", err)
 	}
 	p := pj.Params
+	// The suite's names of the defaults, "f32" and "all", are accepted
+	// here too and stored as the defaults (absent).
+	switch p.Intermediate {
+	case IntermediateF32:
+		p.Intermediate = ""
+	case "", IntermediateBF16, IntermediateBF16Once:
+	default:
+		return Params{}, difftest.Inputf("intermediate", nil, "must be %q, %q, %q or absent (f32 between the stages), got %q", IntermediateF32, IntermediateBF16, IntermediateBF16Once, p.Intermediate)
+	}
+	switch p.Stages {
+	case StagesAll:
+		p.Stages = ""
+	case "", StagesStore:
+	default:
+		return Params{}, difftest.Inputf("stages", nil, "must be %q, %q or absent (every step), got %q", StagesAll, StagesStore, p.Stages)
+	}
 	if pj.Eps == "" {
 		return Params{}, difftest.Inputf("eps", nil, "missing (the norm epsilon, 1e-6 in both model families)")
 	}

@@ -211,6 +211,25 @@ func TestParseParams(t *testing.T) {
 	if p, err := ParseParams([]byte(strings.Replace(good, `{`, `{"preset":"v4",`, 1))); err != nil || p.Preset != PresetV4 {
 		t.Errorf("v4 label: %+v, %v", p, err)
 	}
+	// The suite's spellings of the defaults, "f32" and "all", are the
+	// defaults in a capture too (a capture written with the suite's
+	// vocabulary was refused), stored as absent; other values stay errors.
+	for _, tc := range []struct{ extra, im, st, err string }{
+		{`"intermediate":"f32",`, "", "", ""},
+		{`"stages":"all",`, "", "", ""},
+		{`"intermediate":"bf16-once",`, IntermediateBF16Once, "", ""},
+		{`"intermediate":"f32","stages":"store",`, "", StagesStore, ""},
+		{`"intermediate":"F32",`, "", "", `intermediate: must be "f32", "bf16", "bf16-once" or absent`},
+		{`"stages":"none",`, "", "", `stages: must be "all", "store" or absent`},
+	} {
+		p, err := ParseParams([]byte(strings.Replace(good, `{`, `{`+tc.extra, 1)))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.extra, err, tc.err)
+		case tc.err == "" && (err != nil || p.Intermediate != tc.im || p.Stages != tc.st):
+			t.Errorf("%s: intermediate %q stages %q (%v), want %q %q", tc.extra, p.Intermediate, p.Stages, err, tc.im, tc.st)
+		}
+	}
 }
 
 // TestPresetLabel: a case's preset label names the configuration it

@@ -73,3 +73,30 @@ func TestRunParamSelected(t *testing.T) {
 		t.Errorf("norm=layer over gaussian and zero: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRunParamTwice: a param given twice is a usage error naming both
+// values (the second silently replaced the first, so a run under
+// `--param intermediate=bf16 --param intermediate=f32` checked f32 while
+// its header listed both).
+func TestRunParamTwice(t *testing.T) {
+	code, _, errOut := run(t, "run", "--suite", "../../../../fixtures/suites/quick/normrope.toml", "--run", "norm_rope_store", "--impl", "reference",
+		"--param", "intermediate=bf16", "--param", "N=4", "--param", "intermediate=f32")
+	if code != 2 || !strings.Contains(errOut, `--param intermediate=f32: "intermediate" is already set by --param intermediate=bf16`) {
+		t.Errorf("intermediate twice: exit %d, stderr %q; want 2 naming both", code, errOut)
+	}
+}
+
+// TestRunParamCaptures: captured cases keep their recorded params, so
+// --param over a folder of captures is refused saying so, not that no
+// case takes the param (their kernel does).
+func TestRunParamCaptures(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := run(t, "run", "--suite", "../../../../fixtures/suites/quick/normrope.toml", "--run", "norm_rope_store/gaussian/v4-bf16/", "--impl", "mutant:bf16-truncate", "--save-failures", dir, "--diagnose=off")
+	if code != 1 {
+		t.Fatalf("saving a failure: exit %d\n%s", code, out)
+	}
+	code, _, errOut := run(t, "run", "--suite", dir, "--impl", "reference", "--param", "intermediate=bf16")
+	if code != 2 || !strings.Contains(errOut, `--param intermediate=bf16: the selected cases of suite `+dir+` that take "intermediate" are captures (1), which keep the params they were recorded with`) {
+		t.Errorf("--param over captures: exit %d, stderr %q", code, errOut)
+	}
+}
