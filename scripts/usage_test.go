@@ -1,4 +1,4 @@
-package bridge
+package scripts
 
 import (
 	"context"
@@ -18,7 +18,10 @@ import (
 // names no adapter (refused after the wheels were fetched and difftest
 // built), two BUILDDIRs (the last one silently won).
 func TestScriptUsageErrors(t *testing.T) {
-	root := repoRoot(t)
+	root, err := filepath.Abs("..") // go test runs in scripts/
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		script string
 		args   []string
