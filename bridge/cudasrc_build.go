@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
-	"github.com/kerneldiff/kerneldiff/difftest/filekind"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 )
 
@@ -182,21 +181,21 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 	return b, nil
 }
 
-// regularFile returns nil when p is a regular file or a symlink to one,
-// else an error naming p and what it is: the compiler would block on a
-// FIFO (and so would the cache key, which reads the sources), and a
-// folder or a dangling link is the user's mistake, not a build failure.
+// regularFile returns nil when p is a regular file or a symlink to one
+// (difftest.OpenRegular), else an error naming p and what it is: the
+// compiler would block on a FIFO, and a folder or a dangling link is the
+// user's mistake, not a build failure.
 func regularFile(p string) error {
-	st, err := os.Stat(p)
+	f, _, err := difftest.OpenRegular(p)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%s: no such file", p)
+	case errors.Is(err, difftest.ErrNotRegular):
+		return fmt.Errorf("%s: %v", p, err)
 	case err != nil:
 		return err
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s: not a regular file (%s)", p, filekind.Of(st.Mode()))
 	}
-	return nil
+	return f.Close()
 }
 
 // macroName matches a -D or -U macro name: an identifier, for -D
@@ -360,12 +359,11 @@ func (b *cudasrcBuild) key(compilerID string, cmds [][]string) (string, error) {
 		fmt.Fprintf(h, "%q\n", c[1:])
 	}
 	for _, s := range b.sources {
-		data, err := os.ReadFile(s)
+		sum, err := hashFile(s) // a regular file only: a FIFO put in a source's place cannot block
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s %d\n", s, len(data))
-		h.Write(data)
+		fmt.Fprintf(h, "%s %s\n", s, sum)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }

@@ -256,6 +256,10 @@ type Mutant struct {
 	Applies func(spec CaseSpec) bool
 }
 
+// AppliesTo reports whether m's fault can show on a case of spec: Applies,
+// or true when m has none.
+func (m Mutant) AppliesTo(spec CaseSpec) bool { return m.Applies == nil || m.Applies(spec) }
+
 // Buffer is one output as handed to an implementation: Tensor.Data is the
 // window Full[Guard : Guard+n], with guard bands of poison on both sides.
 // Go implementations write Tensor.Data; device implementations copy Full.

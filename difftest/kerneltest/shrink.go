@@ -6,6 +6,7 @@ package kerneltest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,15 +73,7 @@ func ShrinkEach(t *testing.T, k difftest.Kernel, specs []difftest.CaseSpec, cfg 
 	for _, m := range k.Mutants() {
 		t.Run(m.Name, func(t *testing.T) {
 			impl := difftest.MutantImpl{Kernel: k.Name(), Mutant: m}
-			applies := specs
-			if m.Applies != nil {
-				applies = nil
-				for _, spec := range specs {
-					if m.Applies(spec) {
-						applies = append(applies, spec)
-					}
-				}
-			}
+			applies := slices.DeleteFunc(slices.Clone(specs), func(s difftest.CaseSpec) bool { return !m.AppliesTo(s) })
 			c, rec := FirstFailing(t, k, impl, applies)
 			sc := cfg(m)
 			sc.Impl = impl

@@ -176,7 +176,7 @@ func selftestRow(ctx context.Context, cfg SelftestConfig, k difftest.Kernel, imp
 		if sc.Spec.Kernel != k.Name() {
 			continue
 		}
-		if mi, ok := impl.(difftest.MutantImpl); ok && mi.Mutant.Applies != nil && !mi.Mutant.Applies(sc.Spec) {
+		if mi, ok := impl.(difftest.MutantImpl); ok && !mi.Mutant.AppliesTo(sc.Spec) {
 			continue
 		}
 		_, c, err := difftest.GenerateCase(difftest.Item{Index: i, Seed: cfg.Seed, SuiteCase: sc})

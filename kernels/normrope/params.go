@@ -82,6 +82,16 @@ const (
 	IntermediateBF16Once = "bf16-once"
 )
 
+// declared returns the precision p declares that changes the check:
+// p.Intermediate, except "" for bf16-once with the BF16 store, whose one
+// rounding before the store is the store's own (the contract itself).
+func (p Params) declared() string {
+	if p.Intermediate == IntermediateBF16Once && p.Store == StoreBF16 {
+		return ""
+	}
+	return p.Intermediate
+}
+
 // Enumerated values of Params.
 const (
 	NormRMS          = "rms"

@@ -108,11 +108,13 @@ const (
 func acceptsAs(intermediate string) func(c *difftest.Case, got, want []*difftest.Tensor) bool {
 	return func(c *difftest.Case, got, want []*difftest.Tensor) bool {
 		p, err := paramsOf(c)
-		if err != nil || p.Intermediate == intermediate || p.Stages == StagesStore ||
-			intermediate == IntermediateBF16Once && p.Store == StoreBF16 {
+		if err != nil || p.Intermediate == intermediate || p.Stages == StagesStore {
 			return false
 		}
 		p.Intermediate = intermediate
+		if p.declared() == "" {
+			return false
+		}
 		cc := *c
 		cc.Params = p
 		return !Check(&cc, got, want).Failed()
