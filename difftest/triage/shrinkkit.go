@@ -51,6 +51,23 @@ func (r *Reductions[M]) Add(what, key string, f func(M) bool) {
 // List returns the proposals in the order they were added.
 func (r *Reductions[M]) List() []Reduction { return r.list }
 
+// Drops adds the first reductions of a case of n top-level items (a
+// kernel's rows or tokens): for every chunk [i, j) of a halving pass over
+// them (Halving(n, n)) but the whole, the proposal "drop NOUN i–j−1 of n"
+// (Span) with key "KEY/s", s the chunk size; drop removes items [i, j)
+// from a clone of the model.
+func (r *Reductions[M]) Drops(n int, noun, key string, drop func(m M, i, j int)) {
+	Halving(n, n, func(s, i, j int) {
+		if j-i == n {
+			return
+		}
+		r.Add(fmt.Sprintf("drop %s %s of %d", noun, Span(i, j), n), fmt.Sprintf("%s/%d", key, s), func(m M) bool {
+			drop(m, i, j)
+			return true
+		})
+	})
+}
+
 // Span renders the half-open range [i, j) as "i–j−1", or "i" for one
 // element, as reductions name what they drop.
 func Span(i, j int) string {

@@ -32,6 +32,42 @@ func TestReductionsCloneChangeBuild(t *testing.T) {
 	}
 }
 
+// Drops over 3 items proposes chunks of 2 and 1, never all 3, named and
+// keyed by chunk size; each drops its chunk from a clone only.
+func TestDrops(t *testing.T) {
+	base := []int{10, 11, 12}
+	clone := func(m *[]int) *[]int { c := slices.Clone(*m); return &c }
+	build := func(m *[]int) (*difftest.Case, error) { return &difftest.Case{Params: *m}, nil }
+	r := NewReductions(&base, clone, build)
+	r.Drops(len(base), "rows", "rows", func(m *[]int, i, j int) { *m = slices.Delete(*m, i, j) })
+	var got []string
+	for _, rd := range r.List() {
+		c, err := rd.Build()
+		if err != nil {
+			t.Fatalf("%s: %v", rd.What, err)
+		}
+		got = append(got, fmt.Sprintf("%s|%s|%v", rd.What, rd.Key, c.Params))
+	}
+	want := []string{
+		"drop rows 0–1 of 3|rows/2|[12]",
+		"drop rows 2 of 3|rows/2|[10 11]",
+		"drop rows 0 of 3|rows/1|[11 12]",
+		"drop rows 1 of 3|rows/1|[10 12]",
+		"drop rows 2 of 3|rows/1|[10 11]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Drops(3):\n got %q\nwant %q", got, want)
+	}
+	if !slices.Equal(base, []int{10, 11, 12}) {
+		t.Errorf("the base model changed: %v", base)
+	}
+	r = NewReductions(&base, clone, build)
+	r.Drops(1, "rows", "rows", func(*[]int, int, int) {})
+	if n := len(r.List()); n != 0 {
+		t.Errorf("Drops(1): %d proposals, want none (dropping the only item empties the case)", n)
+	}
+}
+
 func TestSpanNextPow2(t *testing.T) {
 	for _, c := range []struct {
 		i, j int

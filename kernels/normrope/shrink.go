@@ -153,17 +153,10 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	}
 	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
-	N := len(m.x)
-	triage.Halving(N, N, func(s, i, j int) {
-		if j-i == N {
-			return
-		}
-		add(fmt.Sprintf("drop tokens %s of %d", triage.Span(i, j), N), fmt.Sprintf("tok/%d", s), func(n *shrinkModel) bool {
-			n.x = slices.Delete(n.x, i, j)
-			n.pos = slices.Delete(n.pos, i, j)
-			n.loc = slices.Delete(n.loc, i, j)
-			return true
-		})
+	rs.Drops(len(m.x), "tokens", "tok", func(n *shrinkModel, i, j int) {
+		n.x = slices.Delete(n.x, i, j)
+		n.pos = slices.Delete(n.pos, i, j)
+		n.loc = slices.Delete(n.loc, i, j)
 	})
 	if m.xStride > Dim {
 		add(fmt.Sprintf("x_stride %d → %d", m.xStride, Dim), "xstride", func(n *shrinkModel) bool {

@@ -169,16 +169,8 @@ func (Kernel) Reductions(c *difftest.Case) []triage.Reduction {
 	}
 	rs := triage.NewReductions(m, (*shrinkModel).clone, (*shrinkModel).build)
 	add := rs.Add
-	B, K := len(m.rows), m.p.K
-	triage.Halving(B, B, func(s, i, j int) {
-		if j-i == B {
-			return
-		}
-		add(fmt.Sprintf("drop rows %s of %d", triage.Span(i, j), B), fmt.Sprintf("rows/%d", s), func(n *shrinkModel) bool {
-			n.rows = slices.Delete(n.rows, i, j)
-			return true
-		})
-	})
+	K := m.p.K
+	rs.Drops(len(m.rows), "rows", "rows", func(n *shrinkModel, i, j int) { n.rows = slices.Delete(n.rows, i, j) })
 	for _, k := range EntryPointKs {
 		if k < K {
 			add(fmt.Sprintf("K %d → %d", K, k), "K", func(n *shrinkModel) bool { n.p.K = k; return true })
