@@ -396,11 +396,25 @@ func e4m3Step(v float64, dir int) float64 {
 
 func e4m3Round(x float64) float64 { return float64(numeric.E4M3ToF32(numeric.E4M3FromF64(x))) }
 
-// scoreRound applies roundRatio and keeps it consistent with the verdict
-// (ratio ≤ 1 for an accepted value, > 1 for a rejected one, whatever the
-// last bit of the f64 arithmetic), and counts off-nearest acceptances.
-func (t *tally) scoreRound(v, x, e float64, failed bool, rnd, down, up func(float64) float64) float64 {
-	ratio, near := roundRatio(v, x, e, rnd, down, up)
+// rounding is the rounding grid of a stored value, as roundRatio takes
+// it: round rounds an f64 value to the grid (RNE), down and up return a
+// grid value's neighbours.
+type rounding struct{ round, down, up func(float64) float64 }
+
+// The roundings of the stores' values: BF16 values, FP8 codes, FP4
+// stage-1 codes.
+var (
+	bf16Rounding = rounding{bf16Round, bf16Down, bf16Up}
+	e4m3Rounding = rounding{e4m3Round, e4m3Down, e4m3Up}
+	e2m1Rounding = rounding{numeric.E2M1Round, e2m1Down, e2m1Up}
+)
+
+// scoreRound applies roundRatio on g's grid and keeps it consistent with
+// the verdict (ratio ≤ 1 for an accepted value, > 1 for a rejected one,
+// whatever the last bit of the f64 arithmetic), and counts off-nearest
+// acceptances.
+func (t *tally) scoreRound(v, x, e float64, failed bool, g rounding) float64 {
+	ratio, near := roundRatio(v, x, e, g.round, g.down, g.up)
 	if failed {
 		return math.Max(ratio, math.Nextafter(1, 2))
 	}
@@ -408,6 +422,23 @@ func (t *tally) scoreRound(v, x, e float64, failed bool, rnd, down, up func(floa
 		t.offNearest++
 	}
 	return math.Min(ratio, 1)
+}
+
+// judgeCode judges one stored BF16 value or FP8 code, of value v, of
+// token token: accepted when finite (nonFinite false) and within [lo,
+// hi], the roundings to g's grid of x ∓ e (x the exact value, e its
+// bound). dist is its distance from want's element in ULPs or codes
+// (negative where none is defined, counted as distCap) for max_ulp and
+// max_code_distance; the verdict, its ratio scored on g (scoreRound), is
+// recorded with mk building the report entry.
+func (t *tally) judgeCode(token int, v, x, e, lo, hi float64, nonFinite bool, dist, distCap int, g rounding, mk func() difftest.Element) {
+	failed := nonFinite || v < lo || v > hi
+	if dist > t.maxDist {
+		t.maxDist = dist
+	} else if dist < 0 {
+		t.maxDist = max(t.maxDist, distCap)
+	}
+	t.record(token, failed, nonFinite, t.scoreRound(v, x, e, failed, g), mk)
 }
 
 func checkBF16(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally) {
@@ -423,14 +454,7 @@ func checkBF16(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tall
 		hi := numeric.BF16ToF64(numeric.BF16FromF64(z + e))
 		v := numeric.BF16ToF64(g)
 		nonFinite := math.IsNaN(v) || math.IsInf(v, 0)
-		failed := nonFinite || v < lo || v > hi
-		if d := numeric.BF16ULPDistance(g, w); d > tl.maxDist {
-			tl.maxDist = d
-		} else if d < 0 {
-			tl.maxDist = max(tl.maxDist, 1<<16)
-		}
-		ratio := tl.scoreRound(v, z, e, failed, bf16Round, bf16Down, bf16Up)
-		tl.record(t, failed, nonFinite, ratio, func() difftest.Element {
+		tl.judgeCode(t, v, z, e, lo, hi, nonFinite, numeric.BF16ULPDistance(g, w), 1<<16, bf16Rounding, func() difftest.Element {
 			return difftest.Element{
 				Tensor: NameCache,
 				Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, k),
@@ -488,15 +512,7 @@ func checkFP8(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 		lo := float64(numeric.E4M3ToF32(numeric.E4M3FromF64(q - eq)))
 		hi := float64(numeric.E4M3ToF32(numeric.E4M3FromF64(q + eq)))
 		v := float64(numeric.E4M3ToF32(g))
-		nonFinite := math.IsNaN(v)
-		failed := nonFinite || v < lo || v > hi
-		if d := numeric.E4M3CodeDistance(g, w); d > tl.maxDist {
-			tl.maxDist = d
-		} else if d < 0 {
-			tl.maxDist = max(tl.maxDist, 256)
-		}
-		ratio := tl.scoreRound(v, q, eq, failed, e4m3Round, e4m3Down, e4m3Up)
-		tl.record(t, failed, nonFinite, ratio, func() difftest.Element {
+		tl.judgeCode(t, v, q, eq, lo, hi, math.IsNaN(v), numeric.E4M3CodeDistance(g, w), 256, e4m3Rounding, func() difftest.Element {
 			return difftest.Element{
 				Tensor: NameCache,
 				Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, k),
@@ -612,7 +628,7 @@ func checkFP4(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 			switch {
 			case ok && near:
 			case onGrid:
-				ratio = tl.scoreRound(v, x, ex, !ok, numeric.E2M1Round, e2m1Down, e2m1Up)
+				ratio = tl.scoreRound(v, x, ex, !ok, e2m1Rounding)
 			case ok:
 				ratio = 1
 				tl.offNearest++
