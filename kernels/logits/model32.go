@@ -17,20 +17,27 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 )
 
+// Orders both sums of products have (sum32).
+const (
+	orderSeq  = ""     // i = 0, 1, …, one accumulator
+	orderRev  = "rev"  // i descending
+	orderTree = "tree" // the products, then a pairwise (tree) sum
+)
+
 // Orders of the 128-term dot product (sim32.dims).
 const (
-	dimsSeq    = ""       // d = 0, 1, …, 127, one accumulator
-	dimsRev    = "rev"    // d = 127, …, 0
-	dimsTree   = "tree"   // the 128 products, then a pairwise (tree) sum, as warp shuffles form it
-	dimsChunk4 = "chunk4" // four accumulators (d mod 4, as the k-steps of an MMA tile), then (c0 + c1) + (c2 + c3)
+	dimsSeq    = orderSeq  // d = 0, 1, …, 127, one accumulator
+	dimsRev    = orderRev  // d = 127, …, 0
+	dimsTree   = orderTree // the 128 products, then a pairwise (tree) sum, as warp shuffles form it
+	dimsChunk4 = "chunk4"  // four accumulators (d mod 4, as the k-steps of an MMA tile), then (c0 + c1) + (c2 + c3)
 )
 
 // Orders of the head sum (sim32.heads).
 const (
-	headsSeq    = ""       // h = 0, 1, …, H−1
-	headsRev    = "rev"    // h = H−1, …, 0
-	headsTree   = "tree"   // the H terms, then a pairwise sum
-	headsSplit4 = "split4" // heads h ≡ g (mod 4) summed per g ascending, then ((p0 + p1) + p2) + p3: logits.cu's order
+	headsSeq    = orderSeq  // h = 0, 1, …, H−1
+	headsRev    = orderRev  // h = H−1, …, 0
+	headsTree   = orderTree // the H terms, then a pairwise sum
+	headsSplit4 = "split4"  // heads h ≡ g (mod 4) summed per g ascending, then ((p0 + p1) + p2) + p3: logits.cu's order
 )
 
 // Points where the FP8 scale is multiplied in (sim32.scaleAt).
@@ -114,31 +121,14 @@ func tree32(v []float32) float32 {
 
 // dot returns Σ q_d·k_d in the variant's order.
 func (s sim32) dot(q, k *[Dim]float32) float32 {
-	switch s.dims {
-	case dimsRev:
-		var acc float32
-		for d := Dim - 1; d >= 0; d-- {
-			acc = s.madd(q[d], k[d], acc)
-		}
-		return acc
-	case dimsTree:
-		var t [Dim]float32
-		for d := range t {
-			t[d] = float32(q[d] * k[d])
-		}
-		return tree32(t[:])
-	case dimsChunk4:
+	if s.dims == dimsChunk4 {
 		var c [4]float32
 		for d := 0; d < Dim; d++ {
 			c[d%4] = s.madd(q[d], k[d], c[d%4])
 		}
 		return float32(float32(c[0]+c[1]) + float32(c[2]+c[3]))
 	}
-	var acc float32
-	for d := 0; d < Dim; d++ {
-		acc = s.madd(q[d], k[d], acc)
-	}
-	return acc
+	return s.sum32(s.dims, q[:], k[:])
 }
 
 // relu returns max(d, 0) as CUDA's fmaxf does (a NaN gives the other
@@ -155,21 +145,8 @@ func (s sim32) relu(d float32) float32 {
 
 // headSum32 returns Σ_h w_h·r_h in the variant's order.
 func (s sim32) headSum32(w, r []float32) float32 {
-	H := len(w)
-	switch s.heads {
-	case headsRev:
-		var acc float32
-		for h := H - 1; h >= 0; h-- {
-			acc = s.madd(w[h], r[h], acc)
-		}
-		return acc
-	case headsTree:
-		t := make([]float32, H)
-		for h := range t {
-			t[h] = float32(w[h] * r[h])
-		}
-		return tree32(t)
-	case headsSplit4:
+	if s.heads == headsSplit4 {
+		H := len(w)
 		var p [4]float32
 		for g := 0; g < 4; g++ {
 			for h := g; h < H; h += 4 {
@@ -178,9 +155,31 @@ func (s sim32) headSum32(w, r []float32) float32 {
 		}
 		return float32(float32(float32(p[0]+p[1])+p[2]) + p[3])
 	}
+	return s.sum32(s.heads, w, r)
+}
+
+// sum32 returns Σ a_i·b_i (len(a) = len(b) ≤ max(Dim, MaxHeads)) in
+// binary32 in order: orderSeq and orderRev accumulate with the variant's
+// madd, orderTree rounds each product and sums them pairwise (tree32).
+func (s sim32) sum32(order string, a, b []float32) float32 {
+	switch order {
+	case orderRev:
+		var acc float32
+		for i := len(a) - 1; i >= 0; i-- {
+			acc = s.madd(a[i], b[i], acc)
+		}
+		return acc
+	case orderTree:
+		var buf [max(Dim, MaxHeads)]float32
+		t := buf[:len(a)]
+		for i := range t {
+			t[i] = float32(a[i] * b[i])
+		}
+		return tree32(t)
+	}
 	var acc float32
-	for h := 0; h < H; h++ {
-		acc = s.madd(w[h], r[h], acc)
+	for i := range a {
+		acc = s.madd(a[i], b[i], acc)
 	}
 	return acc
 }
