@@ -36,12 +36,9 @@ func paramsLiteral(pr *difftest.Params, g *genConfig) {
 // their lengths against batch·stride and batch·max_pages.
 func checkLiteral(g *genConfig) error {
 	if g.scores != "" {
-		v, err := parseRuns(g.scores, true, g.Batch*g.Stride)
+		v, err := literalList("scores", g.scores, true, g.Batch, g.Stride, "values", "stride")
 		if err != nil {
-			return badParam("scores", "%v", err)
-		}
-		if len(v) != g.Batch*g.Stride {
-			return badParam("scores", "holds %d values, batch·stride = %d·%d = %d", len(v), g.Batch, g.Stride, g.Batch*g.Stride)
+			return err
 		}
 		if g.wide16() {
 			for i, x := range v {
@@ -52,15 +49,28 @@ func checkLiteral(g *genConfig) error {
 		}
 	}
 	if g.pageTable != "" {
-		v, err := parseRuns(g.pageTable, false, g.Batch*g.MaxPages)
-		if err != nil {
-			return badParam("page_table", "%v", err)
-		}
-		if len(v) != g.Batch*g.MaxPages {
-			return badParam("page_table", "holds %d ids, batch·max_pages = %d·%d = %d", len(v), g.Batch, g.MaxPages, g.Batch*g.MaxPages)
+		if _, err := literalList("page_table", g.pageTable, false, g.Batch, g.MaxPages, "ids", "max_pages"); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// literalList decodes the list s of param key (parseRuns, hex for f32
+// bits) and checks that it holds batch·cols elements, a row of cols per
+// row of the batch; the error, a *paramError of key, names the elements
+// (what) and cols's param (colsKey): "holds 3 ids, batch·max_pages = 2·4
+// = 8".
+func literalList(key, s string, hex bool, batch, cols int, what, colsKey string) ([]uint32, error) {
+	n := batch * cols
+	v, err := parseRuns(s, hex, n)
+	if err != nil {
+		return nil, badParam(key, "%v", err)
+	}
+	if len(v) != n {
+		return nil, badParam(key, "holds %d %s, batch·%s = %d·%d = %d", len(v), what, colsKey, batch, cols, n)
+	}
+	return v, nil
 }
 
 // rowLiteral leaves every valid score +0; applyLiteral writes the given
