@@ -138,7 +138,7 @@ func (g *genConfig) straddleCounts(L int) (above, tied int) {
 }
 
 func checkStraddle(g *genConfig) error {
-	if err := g.checkCount("above", g.above, func(L int) int { return L }, "above values must fit in every row"); err != nil {
+	if err := g.checkCount("above", g.above, wholeRow, "above values must fit in every row"); err != nil {
 		return err
 	}
 	return g.checkCount("tied", g.tied, func(L int) int {
@@ -168,7 +168,7 @@ func rowStraddle(g *genConfig, st *rng.Stream, dst []uint32) int {
 func paramsReLU(pr *difftest.Params, g *genConfig) { g.positives = pr.Int("positives", unset) }
 
 func checkReLU(g *genConfig) error {
-	return g.checkCount("positives", g.positives, func(L int) int { return L }, "positives must fit in every row")
+	return g.checkCount("positives", g.positives, wholeRow, "positives must fit in every row")
 }
 
 // rowReLU: positives values 0.5 + |z| (> 0), the rest +0.0.
@@ -177,13 +177,7 @@ func rowReLU(g *genConfig, st *rng.Stream, dst []uint32) int {
 	if n == unset {
 		n = min(100, len(dst))
 	}
-	clear(dst)
-	for r, i := range st.Perm(len(dst)) {
-		if r >= n {
-			break
-		}
-		dst[i] = f32(0.5 + math.Abs(st.Normal()))
-	}
+	scatter(st, dst, n, 0, func() uint32 { return f32(0.5 + math.Abs(st.Normal())) })
 	return -1
 }
 
@@ -222,7 +216,7 @@ func rowLowContrast(g *genConfig, st *rng.Stream, dst []uint32) int {
 func paramsMasked(pr *difftest.Params, g *genConfig) { g.finite = pr.Int("finite", unset) }
 
 func checkMasked(g *genConfig) error {
-	return g.checkCount("finite", g.finite, func(L int) int { return L }, "finite values must fit in every row")
+	return g.checkCount("finite", g.finite, wholeRow, "finite values must fit in every row")
 }
 
 // rowMasked: finite Gaussian values at random positions, −inf elsewhere.
@@ -231,13 +225,20 @@ func rowMasked(g *genConfig, st *rng.Stream, dst []uint32) int {
 	if n == unset {
 		n = min(g.K/2, len(dst))
 	}
+	scatter(st, dst, n, negInfBits, func() uint32 { return f32(st.Normal()) })
+	return -1
+}
+
+// scatter fills a row of a few values in a uniform background: the
+// first n positions of a random permutation of dst's (st.Perm), in that
+// order, get a value drawn by val, every other position fill.
+func scatter(st *rng.Stream, dst []uint32, n int, fill uint32, val func() uint32) {
 	for r, i := range st.Perm(len(dst)) {
-		dst[i] = 0xFF800000 // −inf
+		dst[i] = fill
 		if r < n {
-			dst[i] = f32(st.Normal())
+			dst[i] = val()
 		}
 	}
-	return -1
 }
 
 // rowSpecials: per position one word picks special (w < 2^30, a quarter)
@@ -267,7 +268,7 @@ func paramsPseudoTie(pr *difftest.Params, g *genConfig) {
 }
 
 func checkPseudoTie(g *genConfig) error {
-	return g.checkCount("above", g.above, func(L int) int { return L }, "above values must fit in every row")
+	return g.checkCount("above", g.above, wholeRow, "above values must fit in every row")
 }
 
 // rowPseudoTie: a random permutation places the above values (ranks r <

@@ -274,6 +274,10 @@ func decodeConfig(spec difftest.CaseSpec, fam family) (*genConfig, error) {
 // every length is drawn.
 func (g *genConfig) rowLengths() []int { return g.lengths[:min(g.Batch, len(g.lengths))] }
 
+// wholeRow is the room of a count parameter whose values may take any
+// of a row's L positions (checkCount).
+func wholeRow(L int) int { return L }
+
 // checkCount checks an explicit count parameter v of the family (unset
 // passes): v ≥ 0, and v ≤ room(L) for the length L of every row, where
 // room states how many positions of a row the parameter may fill and
