@@ -27,7 +27,9 @@ import (
 	"fmt"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/kernels/logits"
 	"github.com/kerneldiff/kerneldiff/kernels/normrope"
+	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
 // KernelName is the name the pipeline registers under.
@@ -41,7 +43,7 @@ const (
 )
 
 // Stage kernel names, in order.
-var stageKernels = [3]string{normrope.KernelName, "indexer_logits", "topk_transform"}
+var stageKernels = [3]string{normrope.KernelName, logits.KernelName, topk.KernelName}
 
 // Params are the parameters of one pipeline case (JSON in captures).
 //
