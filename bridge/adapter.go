@@ -1,16 +1,12 @@
 // The worker's side of a bring-your-own CUDA source (docs/byo.md): it
-// dlopens the adapter library cudasrc.go built and calls its
+// dlopens (internal/dl) the adapter library cudasrc.go built and calls its
 // kd_adapter_<contract> functions (kernels/kd_adapter.h) in place of a
 // fatbin entry point.
 
 package bridge
 
 /*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 // The functions of an adapter library: kd_adapter_<contract> (the user's),
 // and kd_adapter_params_size, kd_adapter_synchronize, kd_adapter_error_name
@@ -19,20 +15,6 @@ typedef int (*kd_adapter_fn)(const void *params, void *stream);
 typedef size_t (*kd_adapter_size_fn)(const char *contract);
 typedef int (*kd_adapter_sync_fn)(void);
 typedef const char *(*kd_adapter_name_fn)(int code);
-
-// kd_adapter_open dlopens path (RTLD_NOW: every symbol resolved now) or
-// returns NULL with dlerror's text in err.
-static void *kd_adapter_open(const char *path, char *err, size_t errlen) {
-	dlerror();
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "%s", e ? e : "dlopen failed");
-	}
-	return h;
-}
-
-static void *kd_adapter_sym(void *h, const char *name) { return dlsym(h, name); }
 
 static int kd_adapter_call(void *fn, const void *params) { return ((kd_adapter_fn)fn)(params, NULL); }
 static size_t kd_adapter_size(void *fn, const char *contract) { return ((kd_adapter_size_fn)fn)(contract); }
@@ -48,6 +30,7 @@ import (
 	"unsafe"
 
 	"github.com/kerneldiff/kerneldiff/cuda"
+	"github.com/kerneldiff/kerneldiff/internal/dl"
 )
 
 // adapterUnsupported is KD_ADAPTER_UNSUPPORTED (kernels/kd_adapter.h): an
@@ -79,18 +62,11 @@ func adapterFunc(contract string) string { return "kd_adapter_" + contract }
 // another size than the launcher packs (a stale build of another
 // header).
 func openAdapter(path string) (*adapterLib, error) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	var errbuf [512]C.char
-	h := C.kd_adapter_open(cpath, &errbuf[0], C.size_t(len(errbuf)))
-	if h == nil {
-		return nil, fmt.Errorf("loading the adapter library: %s", C.GoString(&errbuf[0]))
+	h, err := dl.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading the adapter library: %s", err)
 	}
-	sym := func(name string) unsafe.Pointer {
-		cs := C.CString(name)
-		defer C.free(unsafe.Pointer(cs))
-		return C.kd_adapter_sym(h, cs)
-	}
+	sym := func(name string) unsafe.Pointer { return dl.Sym(h, name) }
 	a := &adapterLib{path: path, fns: map[string]unsafe.Pointer{}, sync: sym("kd_adapter_synchronize"), names: sym("kd_adapter_error_name")}
 	size := sym("kd_adapter_params_size")
 	if a.sync == nil || a.names == nil || size == nil {

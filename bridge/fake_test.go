@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/gob"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,17 +35,16 @@ const (
 	testCopyKernel = "test_copy"
 )
 
+// testCopyParams are test_copy's params.
+type testCopyParams struct {
+	N     int `json:"n"`
+	Fault int `json:"fault"`
+}
+
 // packTestCopy packs {u64 x, u64 y, u64 n} for kd_test_copy (or
 // kd_test_missing when x[0] asks for a missing entry point; in a dry run
 // the entry is not known and does not matter).
-func packTestCopy(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p struct {
-		N     int `json:"n"`
-		Fault int `json:"fault"`
-	}
-	if err := decodeParams(testCopyKernel, raw, &p); err != nil {
-		return launch{}, err
-	}
+var packTestCopy = decoded(testCopyKernel, func(p testCopyParams, ts map[string]devTensor) (launch, error) {
 	x, err := need(ts, "x", difftest.U8, 1)
 	if err != nil {
 		return launch{}, err
@@ -70,7 +68,7 @@ func packTestCopy(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 		entry = "kd_test_missing"
 	}
 	return launch{Entry: entry, Grid: cuda.Dim3{X: 1, Y: 1, Z: 1}, Block: cuda.Dim3{X: 32, Y: 1, Z: 1}, Args: [][]byte{arg}}, nil
-}
+})
 
 func testPackers() map[string]packer {
 	pk := packers()

@@ -3,9 +3,11 @@ package bridge
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/cuda/fakecuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/suite"
@@ -68,6 +70,26 @@ func (r *deviceTensors) readAll(ins ...devTensorAt) error {
 		if _, _, err := r.read(in.off, in.name, in.dt, in.shape...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// reference rebuilds kernel's case from the tensors read so far and params
+// JSON (the kernel's FromTensors, as a replayed capture is) and writes the
+// kernel's Reference into outs, as a correct kernel would compute them.
+// An error of either is the fake kernel's device-side assert
+// (CUDA_ERROR_ASSERT, the error text its description).
+func (r *deviceTensors) reference(kernel string, params json.RawMessage, outs ...*difftest.Tensor) error {
+	k, ok := difftest.LookupKernel(kernel)
+	if !ok {
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: kernel + " not registered"}
+	}
+	c, err := k.FromTensors("device", params, r.ts)
+	if err == nil {
+		err = k.Reference(c, outs)
+	}
+	if err != nil {
+		return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: err.Error()}
 	}
 	return nil
 }

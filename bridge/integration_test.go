@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 
 // fakeTopk is kd_topk_transform_<K> on the fake device: it decodes the
 // packed kd_topk_params (offsets as in TestPackTopkLayout), reads the
-// tensors from device memory, computes them with the Go reference, and
-// writes the outputs back. With bug set it then adds 1 to the first slot
+// tensors from device memory, rebuilds the case from them and computes
+// the outputs with the Go reference, and writes the outputs back. With bug set it then adds 1 to the first slot
 // of every non-empty row. So the harness's verdict on a run through the
 // worker checks every step in between: packing, pointers, guards, copies.
 func fakeTopk(bug bool) fakecuda.Kernel {
@@ -26,7 +27,7 @@ func fakeTopk(bug bool) fakecuda.Kernel {
 		if int(grid.X) != batch {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorLaunchFailed, Desc: "grid.x is not the batch"}
 		}
-		read := newDeviceTensors(d, a).read
+		r := newDeviceTensors(d, a)
 		// score_dtype at offset 68: KD_TOPK_SCORES_F32, _BF16, _F16.
 		dtypes := []struct {
 			dt   difftest.DType
@@ -36,38 +37,32 @@ func fakeTopk(bug bool) fakecuda.Kernel {
 		if code < 0 || code >= len(dtypes) {
 			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: "score_dtype out of range"}
 		}
-		scores, _, err := read(0, topk.TensorScores, dtypes[code].dt, batch, stride)
-		if err != nil {
-			return err
-		}
-		lens, _, err := read(8, topk.TensorSeqLens, difftest.I32, batch)
-		if err != nil {
-			return err
-		}
-		table, _, err := read(16, topk.TensorPageTable, difftest.I32, batch, maxPages)
-		if err != nil {
+		if err := r.readAll(
+			devTensorAt{0, topk.TensorScores, dtypes[code].dt, []int{batch, stride}}, devTensorAt{8, topk.TensorSeqLens, difftest.I32, []int{batch}},
+			devTensorAt{16, topk.TensorPageTable, difftest.I32, []int{batch, maxPages}},
+		); err != nil {
 			return err
 		}
 		p := &topk.Params{K: k, P: 1 << log2P, Batch: batch, Stride: stride, MaxPages: maxPages, ReturnRaw: fakecuda.Ptr(a, 32) != 0, ScoreDType: dtypes[code].name}
-		pi, piDev, err := read(24, topk.TensorPageIndices, difftest.I32, batch, k)
+		pi, piDev, err := r.read(24, topk.TensorPageIndices, difftest.I32, batch, k)
 		if err != nil {
 			return err
 		}
 		outs, devs := []*difftest.Tensor{pi}, [][]byte{piDev}
 		if p.ReturnRaw {
-			raw, rawDev, err := read(32, topk.TensorRawIndices, difftest.I32, batch, k)
+			raw, rawDev, err := r.read(32, topk.TensorRawIndices, difftest.I32, batch, k)
 			if err != nil {
 				return err
 			}
 			outs, devs = append(outs, raw), append(devs, rawDev)
 		}
-		c := &difftest.Case{ID: "device", Kernel: topk.KernelName, Params: p, Inputs: []*difftest.Tensor{scores, lens, table}, Outputs: p.Outputs()}
-		if err := topk.Reference(c, outs); err != nil {
-			return &cuda.CUDAError{Call: "kernel", Code: cuda.ErrorAssert, Desc: err.Error()}
+		params, _ := json.Marshal(p)
+		if err := r.reference(topk.KernelName, params, outs...); err != nil {
+			return err
 		}
 		if bug {
 			for b := 0; b < batch; b++ {
-				if lens.I32(b) > 0 {
+				if r.ts[topk.TensorSeqLens].I32(b) > 0 {
 					pi.SetI32(b*k, pi.I32(b*k)+1)
 				}
 			}

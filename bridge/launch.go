@@ -120,38 +120,52 @@ func decodeParams(kernel string, raw json.RawMessage, v any) error {
 	return nil
 }
 
+// decoded is kernel's packer over pack: it decodes the case's params JSON
+// into a P (decodeParams: fields the launch does not need are ignored, a
+// missing or undecodable params value is an *InputError on "params") and
+// hands it to pack with the tensors.
+func decoded[P any](kernel string, pack func(p P, tensors map[string]devTensor) (launch, error)) packer {
+	return func(raw json.RawMessage, tensors map[string]devTensor) (launch, error) {
+		var p P
+		if err := decodeParams(kernel, raw, &p); err != nil {
+			return launch{}, err
+		}
+		return pack(p, tensors)
+	}
+}
+
 // ceilDiv returns ⌈a / b⌉ for a ≥ 0, b > 0.
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// gridX converts a block count to a grid dimension, rejecting counts the
-// hardware cannot launch (grid.x ≤ 2^31 − 1).
-func gridX(blocks int64, what string) (uint32, error) {
-	if blocks > 1<<31-1 {
-		return 0, difftest.Inputf(what, nil, "needs %d blocks, more than grid.x allows (2^31 - 1)", blocks)
-	}
-	return uint32(blocks), nil
-}
 
 // fmtEntry formats an entry point name, "kd_topk_transform_%d".
 func fmtEntry(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // blockLaunch is a launch of entry in blocks of threads threads with smem
 // bytes of dynamic shared memory, and nothing to launch yet (Grid.X 0, no
-// arguments): what a packer returns for an empty case.
+// arguments): what a packer returns for an empty case (see over).
 func blockLaunch(entry string, threads, smem int) launch {
 	return launch{Entry: entry, Block: cuda.Dim3{X: uint32(threads), Y: 1, Z: 1}, SharedMem: uint32(smem)}
 }
 
-// withStruct returns l over a one-dimensional grid of gx blocks, its one
+// over returns l over a one-dimensional grid of blocks blocks, its one
 // kernel argument a size-byte buffer (the C parameter struct passed by
 // value) that pack fills; out is its first byte, for a cgo kd_pack_*
-// function that memcpy's the struct there.
-func (l launch) withStruct(gx uint32, size int, pack func(out unsafe.Pointer)) launch {
+// function that memcpy's the struct there. No blocks is an empty case: l
+// comes back as it is, nothing to launch, and pack is not called. More
+// blocks than the hardware can launch (grid.x ≤ 2^31 − 1) is an
+// *InputError on what.
+func (l launch) over(blocks int64, what string, size int, pack func(out unsafe.Pointer)) (launch, error) {
+	if blocks == 0 {
+		return l, nil
+	}
+	if blocks > 1<<31-1 {
+		return launch{}, difftest.Inputf(what, nil, "needs %d blocks, more than grid.x allows (2^31 - 1)", blocks)
+	}
 	arg := make([]byte, size)
 	pack(unsafe.Pointer(&arg[0]))
-	l.Grid = cuda.Dim3{X: gx, Y: 1, Z: 1}
+	l.Grid = cuda.Dim3{X: uint32(blocks), Y: 1, Z: 1}
 	l.Args = [][]byte{arg}
-	return l
+	return l, nil
 }
 
 // cFlag is a C int flag: 1 for true, 0 for false.

@@ -60,7 +60,6 @@ static void kd_pack_logits(unsigned char *out,
 import "C"
 
 import (
-	"encoding/json"
 	"math"
 	"unsafe"
 
@@ -76,7 +75,11 @@ func init() {
 		Header: "kernels/logits/logits.h", Size: logitsParamsSize, Entries: []string{"kd_indexer_logits"}})
 }
 
-// packLogits launches kd_indexer_logits with KD_LOGITS_THREADS threads per
+// packLogits is indexer_logits' packer: launchLogits on the case's
+// decoded logits.Params.
+var packLogits = decoded(logits.KernelName, launchLogits)
+
+// launchLogits launches kd_indexer_logits with KD_LOGITS_THREADS threads per
 // block, one block per (query row, tile of KD_LOGITS_TILE positions): grid
 // (batch · next_n · ⌈stride / tile⌉, 1, 1). Inputs q [B, (next_n,) H, 128]
 // (u8 e4m3fn codes for store fp8, bf16 for bf16) or [B, (next_n,) H, 68]
@@ -92,11 +95,7 @@ func init() {
 // 2^31 − 1 blocks. accum_bits only loosens the comparator's bound; the
 // kernel accumulates in f32 whatever a case declares. Per-row rules
 // (seq_lens, page ids) are the harness's Validate.
-func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p logits.Params // the fields the launch does not need are ignored
-	if err := decodeParams(logits.KernelName, raw, &p); err != nil {
-		return launch{}, err
-	}
+func launchLogits(p logits.Params, ts map[string]devTensor) (launch, error) {
 	store, err := enum("store", p.Store, map[string]int32{"fp8": C.KD_LOGITS_STORE_FP8, "bf16": C.KD_LOGITS_STORE_BF16, "fp4": C.KD_LOGITS_STORE_FP4})
 	if err != nil {
 		return launch{}, err
@@ -171,23 +170,16 @@ func packLogits(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 	if err != nil {
 		return launch{}, err
 	}
-	l := blockLaunch("kd_indexer_logits", C.kd_logits_threads, C.kd_logits_dynamic_smem)
-	if batch == 0 || stride == 0 {
-		return l, nil
-	}
 	if batch > math.MaxInt32 {
 		return launch{}, difftest.Inputf("logits", nil, "batch %d exceeds int32", batch)
 	}
 	tiles := ceilDiv(int64(stride), int64(C.kd_logits_tile))
-	gx, err := gridX(int64(rows)*tiles, "logits")
-	if err != nil {
-		return launch{}, err
-	}
-	return l.withStruct(gx, logitsParamsSize, func(out unsafe.Pointer) {
+	l := blockLaunch("kd_indexer_logits", C.kd_logits_threads, C.kd_logits_dynamic_smem)
+	return l.over(int64(rows)*tiles, "logits", logitsParamsSize, func(out unsafe.Pointer) {
 		C.kd_pack_logits((*C.uchar)(out),
 			C.uint64_t(q.Ptr), C.uint64_t(weights.Ptr), C.uint64_t(cache.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr), C.uint64_t(logits.Ptr),
 			C.int64_t(stride), C.int64_t(table.Shape[1]), C.int64_t(cache.Shape[0]),
 			C.int32_t(batch), C.int32_t(p.Heads), C.int32_t(log2P), C.int32_t(store), C.int32_t(cFlag(p.Clean)), C.int32_t(tiles),
 			C.int64_t(pitch), C.int32_t(nextN), C.int32_t(bf16Out))
-	}), nil
+	})
 }

@@ -55,7 +55,6 @@ static void kd_pack_normrope(unsigned char *out,
 import "C"
 
 import (
-	"encoding/json"
 	"math"
 	"unsafe"
 
@@ -71,7 +70,11 @@ func init() {
 		Header: "kernels/normrope/normrope.h", Size: normRopeParamsSize, Entries: []string{"kd_norm_rope_store"}})
 }
 
-// packNormRope launches kd_norm_rope_store with KD_NORMROPE_THREADS
+// packNormRope is norm_rope_store's packer: launchNormRope on the case's
+// decoded normrope.Params.
+var packNormRope = decoded(normrope.KernelName, launchNormRope)
+
+// launchNormRope launches kd_norm_rope_store with KD_NORMROPE_THREADS
 // threads per block and KD_NORMROPE_TOKENS_PER_BLOCK tokens per block:
 // grid (⌈N / tokens per block⌉, 1, 1). Inputs x bf16 [N, x_stride ≥ 128],
 // weight f32 [128], bias f32 [128] (required for LayerNorm, NULL when
@@ -82,11 +85,7 @@ func init() {
 // power of two, shapes that disagree. stages "store" packs
 // KD_STAGES_STORE (the keys arrive normed and rotated; store only). Per-token rules (positions below
 // max_pos, out_loc distinct and in range) are the harness's Validate.
-func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p normrope.Params // the fields the launch does not need are ignored
-	if err := decodeParams(normrope.KernelName, raw, &p); err != nil {
-		return launch{}, err
-	}
+func launchNormRope(p normrope.Params, ts map[string]devTensor) (launch, error) {
 	norm, err := enum("norm", p.Norm, map[string]int32{"rms": C.KD_NORM_RMS, "layer": C.KD_NORM_LAYER})
 	if err != nil {
 		return launch{}, err
@@ -162,19 +161,12 @@ func packNormRope(raw json.RawMessage, ts map[string]devTensor) (launch, error) 
 		}
 	}
 	l := blockLaunch("kd_norm_rope_store", C.kd_normrope_threads, C.kd_normrope_dynamic_smem)
-	if n == 0 {
-		return l, nil
-	}
-	gx, err := gridX(ceilDiv(int64(n), int64(C.kd_normrope_tokens_per_block)), "x")
-	if err != nil {
-		return launch{}, err
-	}
-	return l.withStruct(gx, normRopeParamsSize, func(out unsafe.Pointer) {
+	return l.over(ceilDiv(int64(n), int64(C.kd_normrope_tokens_per_block)), "x", normRopeParamsSize, func(out unsafe.Pointer) {
 		C.kd_pack_normrope((*C.uchar)(out),
 			C.uint64_t(x.Ptr), C.uint64_t(weight.Ptr), C.uint64_t(biasPtr), C.uint64_t(freqs.Ptr),
 			C.uint64_t(positions.Ptr), C.uint64_t(outLoc.Ptr), C.uint64_t(cache.Ptr),
 			C.int64_t(xStride), C.int64_t(n), C.int64_t(freqs.Shape[0]), C.int64_t(cache.Shape[0]),
 			C.float(p.Eps), C.int32_t(log2P), C.int32_t(norm), C.int32_t(p.RopeOffset),
 			C.int32_t(style), C.int32_t(cFlag(p.Hadamard)), C.int32_t(store), C.int32_t(scale), C.int32_t(stages))
-	}), nil
+	})
 }

@@ -41,7 +41,6 @@ static void kd_pack_topk(unsigned char *out,
 import "C"
 
 import (
-	"encoding/json"
 	"math"
 	"unsafe"
 
@@ -78,7 +77,11 @@ func init() {
 		Header: "kernels/topk/topk.h", Size: topkParamsSize, Entries: entries})
 }
 
-// packTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
+// packTopk is topk_transform's packer: launchTopk on the case's decoded
+// topk.Params.
+var packTopk = decoded(topk.KernelName, launchTopk)
+
+// launchTopk launches kd_topk_transform_<K> on one block of KD_TOPK_THREADS
 // threads per row: grid (batch, 1, 1). Inputs scores f32 [B, stride]
 // (BF16 or F16 per score_dtype, packed as kd_topk_params.score_dtype),
 // seq_lens i32 [B], page_table i32 [B, max_pages]; outputs page_indices
@@ -86,11 +89,7 @@ func init() {
 // Errors: a K without an entry point, shapes that disagree with each other
 // or with K, a page size that is not a power of two, a batch over 2^31 − 1.
 // Per-row rules (seq_lens, slot range) are the harness's Validate.
-func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
-	var p topk.Params // the fields the launch does not need are ignored
-	if err := decodeParams(topk.KernelName, raw, &p); err != nil {
-		return launch{}, err
-	}
+func launchTopk(p topk.Params, ts map[string]devTensor) (launch, error) {
 	ok := false
 	for _, k := range topkEntryKs {
 		ok = ok || p.K == k
@@ -136,14 +135,11 @@ func packTopk(raw json.RawMessage, ts map[string]devTensor) (launch, error) {
 		return launch{}, difftest.Inputf("scores", nil, "batch %d exceeds int32", batch)
 	}
 	l := blockLaunch(fmtEntry("kd_topk_transform_%d", p.K), C.kd_topk_threads, C.kd_topk_dynamic_smem)
-	if batch == 0 {
-		return l, nil
-	}
-	return l.withStruct(uint32(batch), topkParamsSize, func(dst unsafe.Pointer) {
+	return l.over(int64(batch), "scores", topkParamsSize, func(dst unsafe.Pointer) {
 		C.kd_pack_topk((*C.uchar)(dst),
 			C.uint64_t(scores.Ptr), C.uint64_t(seqLens.Ptr), C.uint64_t(table.Ptr),
 			C.uint64_t(out.Ptr), C.uint64_t(rawPtr),
 			C.int64_t(stride), C.int64_t(table.Shape[1]), C.int32_t(batch), C.int32_t(log2P), C.int32_t(p.K),
 			dtypeCode)
-	}), nil
+	})
 }

@@ -1,7 +1,7 @@
-// The dlopen shim over libcuda.so.1: explicit versioned symbols, no CUDA
-// headers. The C types are declared here from the CUDA Driver API
-// reference (CUresult and CUdevice are int, handles are opaque pointers,
-// CUdeviceptr is unsigned long long on 64-bit hosts).
+// The dlopen shim over libcuda.so.1 (opened by internal/dl): explicit
+// versioned symbols, no CUDA headers. The C types are declared here from
+// the CUDA Driver API reference (CUresult and CUdevice are int, handles
+// are opaque pointers, CUdeviceptr is unsigned long long on 64-bit hosts).
 
 package cuda
 
@@ -21,7 +21,7 @@ typedef void *CUevent;
 typedef void *CUstream;
 typedef unsigned long long CUdeviceptr;
 
-// Symbol table. Required entries come first; a missing one fails kd_open.
+// Symbol table. Required entries come first; a missing one fails kd_bind.
 enum {
 	S_cuInit, S_cuDriverGetVersion, S_cuDeviceGetCount, S_cuDeviceGet,
 	S_cuDeviceGetName, S_cuDeviceGetAttribute, S_cuDeviceTotalMem_v2,
@@ -56,7 +56,7 @@ static const char *kd_names[S_COUNT] = {
 };
 
 // kd_lib is one bound library: its dlopen handle and symbol table. Each
-// successful kd_open allocates one; it is never freed, because a driver
+// successful kd_bind allocates one; it is never freed, because a driver
 // library is never unloaded (dlclose of libcuda is unsafe while its
 // threads run).
 typedef struct {
@@ -64,16 +64,10 @@ typedef struct {
 	void *sym[S_COUNT];
 } kd_lib;
 
-// kd_open dlopens path and binds every symbol. It returns a new kd_lib,
-// or NULL with dlerror's text in err. On failure nothing stays loaded.
-static kd_lib *kd_open(const char *path, char *err, size_t errlen) {
-	dlerror();
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "%s", e ? e : "dlopen failed");
-		return NULL;
-	}
+// kd_bind binds every symbol of h, the library dlopen'ed from path. It
+// returns a new kd_lib, or NULL with dlerror's text in err; on failure it
+// dlcloses h, so nothing stays loaded.
+static kd_lib *kd_bind(void *h, const char *path, char *err, size_t errlen) {
 	kd_lib *L = calloc(1, sizeof *L);
 	if (L == NULL) {
 		snprintf(err, errlen, "%s: out of host memory for the symbol table", path);
@@ -196,6 +190,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/kerneldiff/kerneldiff/internal/dl"
 )
 
 // LibraryName is the soname Open loads: the driver library every CUDA
@@ -227,12 +223,8 @@ func OpenLibrary(path string) (Driver, error) {
 		err = fmt.Errorf("%w: %w", ErrNoDriver, err)
 		return noDriver{err}, err
 	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	var buf [512]C.char
-	l := C.kd_open(cpath, &buf[0], C.size_t(len(buf)))
+	l, msg := bind(path)
 	if l == nil {
-		msg := C.GoString(&buf[0])
 		var err error
 		if loadedButIncomplete(path) {
 			err = fmt.Errorf("%w: %w: %s", ErrNoDriver, ErrMissingSymbol, msg)
@@ -242,6 +234,23 @@ func OpenLibrary(path string) (Driver, error) {
 		return noDriver{err}, err
 	}
 	return libDriver{l}, nil
+}
+
+// bind dlopens path (internal/dl) and binds every symbol into a new
+// kd_lib; failing, it returns nil and dlerror's text, and nothing stays
+// loaded.
+func bind(path string) (*C.kd_lib, string) {
+	h, err := dl.Open(path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [512]C.char
+	if l := C.kd_bind(h, cpath, &buf[0], C.size_t(len(buf))); l != nil {
+		return l, ""
+	}
+	return nil, C.GoString(&buf[0])
 }
 
 // loadedButIncomplete tells a missing symbol from a missing library: the
