@@ -23,6 +23,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 	_ "github.com/kerneldiff/kerneldiff/kernels/all" // registers every kernel
 )
 
@@ -425,14 +426,8 @@ func TestExecImplLaunchErrors(t *testing.T) {
 // be started before any case runs, saying which rule it breaks.
 func TestOpenExecImplChecksTheProgram(t *testing.T) {
 	dir := t.TempDir()
-	plain := filepath.Join(dir, "not-executable")
-	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "ok")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	plain := texttest.WriteFile(t, filepath.Join(dir, "not-executable"), "#!/bin/sh\nexit 0\n", 0o644)
+	script := texttest.WriteFile(t, filepath.Join(dir, "ok"), "#!/bin/sh\nexit 0\n", 0o755)
 	for _, tc := range []struct {
 		reason, cmd string
 		msg         string // "" = opens
@@ -477,9 +472,7 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	prog := filepath.Join(dir, "escape.sh")
 	// The helper holds stderr open too: Run must not wait for it.
 	script := "#!/bin/sh\nsetsid sleep 1000 &\necho $! > " + execQuote(pidfile) + "\nsleep 0.2\nexit 3\n"
-	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, prog, script, 0o755)
 	impl := proc.NewExecImpl(execQuote(prog), 20*time.Second)
 	defer impl.Close()
 	c := fakekernel.CopyCase(1, 1)
@@ -594,10 +587,7 @@ func TestExecPython(t *testing.T) {
 		skip("%s lacks safetensors or numpy: %s", py, out)
 		return
 	}
-	script := filepath.Join(t.TempDir(), "copy_kernel.py")
-	if err := os.WriteFile(script, []byte(execPythonImpl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	script := texttest.WriteFile(t, filepath.Join(t.TempDir(), "copy_kernel.py"), execPythonImpl, 0o644)
 	k := fakekernel.CopyKernel{}
 	for _, tc := range []struct {
 		name       string
@@ -646,9 +636,7 @@ func TestExecNotImplemented(t *testing.T) {
 	prog := filepath.Join(dir, "prog")
 	meta := filepath.Join(dir, "meta")
 	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + execQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
-	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, prog, script, 0o755)
 	impl := proc.NewExecImpl(execQuote(prog), time.Minute)
 	defer impl.Close()
 	c := fakekernel.CopyCase(2, 3)

@@ -15,6 +15,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/internal/junittest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // blockImpl passes the reference's outputs for its first case and then
@@ -121,14 +122,8 @@ func TestInterruptExitCodeWins(t *testing.T) {
 func TestReportPathsAndUnstartablePrograms(t *testing.T) {
 	dir := t.TempDir()
 	same := filepath.Join(dir, "r.out")
-	plain := filepath.Join(dir, "plain.sh")
-	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	previous := filepath.Join(dir, "previous.xml")
-	if err := os.WriteFile(previous, []byte("previous run"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plain := texttest.WriteFile(t, filepath.Join(dir, "plain.sh"), "#!/bin/sh\n", 0o644)
+	previous := texttest.WriteFile(t, filepath.Join(dir, "previous.xml"), "previous run", 0o644)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -222,9 +217,7 @@ func TestExecEscapedProcessIsReported(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "escape.sh")
 	pidfile := filepath.Join(dir, "pid")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\nsetsid sleep 1000 &\necho $! > '"+pidfile+"'\nsleep 0.2\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, prog, "#!/bin/sh\nsetsid sleep 1000 &\necho $! > '"+pidfile+"'\nsleep 0.2\nexit 3\n", 0o755)
 	jsonPath := filepath.Join(dir, "r.jsonl")
 	code, stdout, stderr := run(t, "run", "--impl", "exec:"+prog, "--suite", small, "--run", "gaussian", "--json", jsonPath)
 	if code != 1 {

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // fakeDifftest stands in for the difftest binary the steps run. "info" prints a device; "list
@@ -133,9 +135,7 @@ func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		texttest.WriteFile(t, p, body, 0o755)
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
