@@ -134,7 +134,7 @@ func TestExecImplVariants(t *testing.T) {
 				if res.Class != tc.check {
 					t.Fatalf("Check: class %q (%s), want %q", res.Class, res.Message, tc.check)
 				}
-				execContains(t, res.Message, tc.msg)
+				texttest.Contains(t, "message", res.Message, tc.msg...)
 				if tc.check == difftest.Pass {
 					// The canary half of cache came back untouched: the
 					// program received it and echoed it.
@@ -163,7 +163,7 @@ func TestExecImplVariants(t *testing.T) {
 			if len(rerr.Msg) > proc.ExecStderrTail+200 {
 				t.Errorf("message is %d bytes, want the stderr tail bounded", len(rerr.Msg))
 			}
-			execContains(t, rerr.Msg, tc.msg)
+			texttest.Contains(t, "message", rerr.Msg, tc.msg...)
 			for i, b := range bufs {
 				if !bytes.Equal(b.Full, before[i]) {
 					t.Errorf("%s: a failed run changed the buffer", b.Name)
@@ -173,13 +173,35 @@ func TestExecImplVariants(t *testing.T) {
 	}
 }
 
-func execContains(t *testing.T, msg string, want []string) {
+// runCopy runs the copy kernel through impl on a fresh CopyCase(rows,
+// cols) and its buffers.
+func runCopy(ctx context.Context, impl difftest.Impl, rows, cols int) (difftest.RunInfo, error) {
+	c := fakekernel.CopyCase(rows, cols)
+	return impl.Run(ctx, fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+}
+
+// execStopped starts a run of the hang variant (its pid file pidfile) in
+// the background, waits for its pids and calls stop (Close, a cancel);
+// the run must then return within 10 s, and the program and its child be
+// gone. It returns Run's error.
+func execStopped(t *testing.T, ctx context.Context, impl difftest.Impl, pidfile, what string, stop func()) error {
 	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("message %q lacks %q", msg, w)
-		}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runCopy(ctx, impl, 1, 1)
+		done <- err
+	}()
+	pid, child, _ := execPids(t, pidfile)
+	stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not return after %s", what)
 	}
+	execGone(t, pid, "the program")
+	execGone(t, child, "the program's child")
+	return err
 }
 
 // execPids waits for the hang variant's pid file: its pid, its child's
@@ -246,8 +268,7 @@ func TestExecImplStatesVersion(t *testing.T) {
 		if props := pp.Properties(); len(props) != 0 {
 			t.Errorf("%s: properties %v before any run, want none", tc.mode, props)
 		}
-		c := fakekernel.CopyCase(2, 3)
-		if _, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c)); err != nil {
+		if _, err := runCopy(context.Background(), impl, 2, 3); err != nil {
 			t.Fatalf("%s: Run: %v", tc.mode, err)
 		}
 		props := pp.Properties()
@@ -318,15 +339,14 @@ func TestExecImplTimeout(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
 	defer impl.Close()
-	c := fakekernel.CopyCase(2, 3)
 	start := time.Now()
-	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	_, err := runCopy(context.Background(), impl, 2, 3)
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Timeout {
 		t.Fatalf("Run returned %v, want class timeout", err)
 	}
-	execContains(t, rerr.Msg, []string{"no exit after 1.5s; process group killed"})
+	texttest.Contains(t, "message", rerr.Msg, "no exit after 1.5s; process group killed")
 	if elapsed < 1500*time.Millisecond || elapsed > 8*time.Second {
 		t.Errorf("Run took %v, want about the 1.5 s time-out", elapsed)
 	}
@@ -342,27 +362,15 @@ func TestExecImplCloseKillsRunning(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
-	c := fakekernel.CopyCase(1, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
-		done <- err
-	}()
-	pid, child, _ := execPids(t, pidfile)
-	if err := impl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "exec implementation closed") {
-			t.Errorf("Run returned %v, want the closed error", err)
+	err := execStopped(t, context.Background(), impl, pidfile, "Close", func() {
+		if err := impl.Close(); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after Close")
+	})
+	if err == nil || !strings.Contains(err.Error(), "exec implementation closed") {
+		t.Errorf("Run returned %v, want the closed error", err)
 	}
-	execGone(t, pid, "the program")
-	execGone(t, child, "the program's child")
-	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	_, err = runCopy(context.Background(), impl, 1, 1)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError {
 		t.Errorf("Run after Close: %v, want a launch-error", err)
@@ -375,31 +383,15 @@ func TestExecImplContextCancel(t *testing.T) {
 	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
 	defer impl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := fakekernel.CopyCase(1, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := impl.Run(ctx, fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
-		done <- err
-	}()
-	pid, child, _ := execPids(t, pidfile)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run returned %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	if err := execStopped(t, ctx, impl, pidfile, "cancel", cancel); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
-	execGone(t, pid, "the program")
-	execGone(t, child, "the program's child")
 }
 
 // A command that does not parse fails each case with launch-error; a
 // program that cannot be started is "nothing can be tested" (issue 9 item
 // 6): class unavailable, which stops the run with exit 125.
 func TestExecImplLaunchErrors(t *testing.T) {
-	c := fakekernel.CopyCase(1, 1)
 	for _, tc := range []struct {
 		cmd   string
 		class difftest.Class
@@ -413,7 +405,7 @@ func TestExecImplLaunchErrors(t *testing.T) {
 		t.Run(tc.cmd, func(t *testing.T) {
 			impl := proc.NewExecImpl(tc.cmd, time.Second)
 			defer impl.Close()
-			_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+			_, err := runCopy(context.Background(), impl, 1, 1)
 			var rerr *difftest.RunError
 			if !errors.As(err, &rerr) || rerr.Class != tc.class || !strings.Contains(rerr.Msg, tc.msg) {
 				t.Errorf("got %v, want a %s mentioning %q", err, tc.class, tc.msg)
@@ -475,9 +467,8 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	texttest.WriteFile(t, prog, script, 0o755)
 	impl := proc.NewExecImpl(execQuote(prog), 20*time.Second)
 	defer impl.Close()
-	c := fakekernel.CopyCase(1, 1)
 	start := time.Now()
-	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	info, err := runCopy(context.Background(), impl, 1, 1)
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Crash {
@@ -645,7 +636,7 @@ func TestExecNotImplemented(t *testing.T) {
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Unavailable || !rerr.Skip {
 		t.Fatalf("Run returned %v, want unavailable with Skip", err)
 	}
-	execContains(t, rerr.Msg, []string{"does not implement " + c.Kernel, "not tested", "is not implemented here"})
+	texttest.Contains(t, "message", rerr.Msg, "does not implement "+c.Kernel, "not tested", "is not implemented here")
 	head, err := os.ReadFile(meta)
 	if err != nil {
 		t.Fatal(err)
@@ -664,10 +655,9 @@ func TestExecNotImplemented(t *testing.T) {
 // one warning line of the run, bounded by ProgramNoteMax.
 func TestExecNote(t *testing.T) {
 	bin := execBuild(t, "")
-	c := fakekernel.CopyCase(2, 3)
 	impl := proc.NewExecImpl(execQuote(bin)+" -mode note", 20*time.Second)
 	defer impl.Close()
-	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	info, err := runCopy(context.Background(), impl, 2, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
