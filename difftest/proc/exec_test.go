@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/proctest"
 	"github.com/kerneldiff/kerneldiff/internal/texttest"
 	_ "github.com/kerneldiff/kerneldiff/kernels/all" // registers every kernel
 )
@@ -82,9 +84,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// execQuote single-quotes a word for SplitCommand.
-func execQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 func TestExecImplVariants(t *testing.T) {
 	bin := execBuild(t, "")
 	k := fakekernel.CopyKernel{}
@@ -111,9 +110,9 @@ func TestExecImplVariants(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			c := fakekernel.CopyCase(2, 3)
 			digest := c.Input("x").Digest()
-			impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+			impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+tc.mode, 20*time.Second)
 			defer impl.Close()
-			if want := "exec:" + execQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
+			if want := "exec:" + difftest.ShellQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
 				t.Errorf("Name() = %q, want %q", impl.Name(), want)
 			}
 			bufs := fakekernel.Buffers(c)
@@ -260,7 +259,7 @@ func TestExecImplStatesVersion(t *testing.T) {
 		{"correct", "execimpl 1", "execimpl test device"},
 		{"long-version", "", "execimpl test device"},
 	} {
-		impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+		impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+tc.mode, 20*time.Second)
 		pp, ok := impl.(difftest.PropertyProvider)
 		if !ok {
 			t.Fatal("the exec implementation is no PropertyProvider")
@@ -311,7 +310,7 @@ func TestExecRealKernels(t *testing.T) {
 			want difftest.Class
 		}{{"correct", difftest.Pass}, {"faulty", difftest.Mismatch}} {
 			t.Run(spec.ID()+"/"+mode.name, func(t *testing.T) {
-				impl := proc.NewExecImpl(execQuote(bin)+" -mode "+mode.name, 30*time.Second)
+				impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+mode.name, 30*time.Second)
 				defer impl.Close()
 				bufs := fakekernel.Buffers(c)
 				if _, err := impl.Run(context.Background(), k, c, bufs); err != nil {
@@ -337,7 +336,7 @@ func TestExecRealKernels(t *testing.T) {
 func TestExecImplTimeout(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), 1500*time.Millisecond)
 	defer impl.Close()
 	start := time.Now()
 	_, err := runCopy(context.Background(), impl, 2, 3)
@@ -361,7 +360,7 @@ func TestExecImplTimeout(t *testing.T) {
 func TestExecImplCloseKillsRunning(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), 0)
 	err := execStopped(t, context.Background(), impl, pidfile, "Close", func() {
 		if err := impl.Close(); err != nil {
 			t.Fatal(err)
@@ -380,7 +379,7 @@ func TestExecImplCloseKillsRunning(t *testing.T) {
 func TestExecImplContextCancel(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), time.Minute)
 	defer impl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := execStopped(t, ctx, impl, pidfile, "cancel", cancel); !errors.Is(err, context.Canceled) {
@@ -425,10 +424,10 @@ func TestOpenExecImplChecksTheProgram(t *testing.T) {
 		msg         string // "" = opens
 	}{
 		{"no such file", "/nonexistent/prog", "cannot start /nonexistent/prog: no such file"},
-		{"mode 0644", execQuote(plain) + " --x", "cannot start " + plain + ": not executable (mode -rw-r--r--)"},
-		{"a folder", execQuote(dir), "cannot start " + dir + ": is a folder, not a program"},
+		{"mode 0644", difftest.ShellQuote(plain) + " --x", "cannot start " + plain + ": not executable (mode -rw-r--r--)"},
+		{"a folder", difftest.ShellQuote(dir), "cannot start " + dir + ": is a folder, not a program"},
 		{"not in PATH", "kerneldiff-no-such-program-on-path", "cannot start kerneldiff-no-such-program-on-path: not found in PATH"},
-		{"an executable script", execQuote(script) + " arg", ""},
+		{"an executable script", difftest.ShellQuote(script) + " arg", ""},
 		{"a program in PATH", "sh -c true", ""},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -459,13 +458,9 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid program here")
 	}
-	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pid")
-	prog := filepath.Join(dir, "escape.sh")
 	// The helper holds stderr open too: Run must not wait for it.
-	script := "#!/bin/sh\nsetsid sleep 1000 &\necho $! > " + execQuote(pidfile) + "\nsleep 0.2\nexit 3\n"
-	texttest.WriteFile(t, prog, script, 0o755)
-	impl := proc.NewExecImpl(execQuote(prog), 20*time.Second)
+	prog, pidfile := proctest.EscapingProgram(t, t.TempDir())
+	impl := proc.NewExecImpl(difftest.ShellQuote(prog), 20*time.Second)
 	defer impl.Close()
 	start := time.Now()
 	info, err := runCopy(context.Background(), impl, 1, 1)
@@ -477,15 +472,7 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	if elapsed > 1500*time.Millisecond {
 		t.Errorf("Run took %v: it waited for the escaped helper's stderr", elapsed)
 	}
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	execGone(t, pid, "the setsid helper")
+	execGone(t, proctest.ReadPid(t, pidfile), "the setsid helper")
 	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], "left 1 process(es) running outside its process group") || !strings.Contains(info.Warnings[0], "sleep 1000") {
 		t.Errorf("warnings %q, want one naming the escaped sleep 1000", info.Warnings)
 	}
@@ -518,23 +505,11 @@ func TestSplitCommand(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slicesEqual(got, tc.want) {
+			if err != nil || !slices.Equal(got, tc.want) {
 				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // execPythonImpl is copy_kernel as an exec program in Python, with the
@@ -592,7 +567,7 @@ func TestExecPython(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakekernel.CopyCase(tc.rows, tc.cols)
-			impl := proc.NewExecImpl(execQuote(py)+" "+execQuote(script)+" "+tc.flag, 60*time.Second)
+			impl := proc.NewExecImpl(difftest.ShellQuote(py)+" "+difftest.ShellQuote(script)+" "+tc.flag, 60*time.Second)
 			defer impl.Close()
 			bufs := fakekernel.Buffers(c)
 			_, err := impl.Run(context.Background(), k, c, bufs)
@@ -626,9 +601,9 @@ func TestExecNotImplemented(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
 	meta := filepath.Join(dir, "meta")
-	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + execQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
+	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + difftest.ShellQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
 	texttest.WriteFile(t, prog, script, 0o755)
-	impl := proc.NewExecImpl(execQuote(prog), time.Minute)
+	impl := proc.NewExecImpl(difftest.ShellQuote(prog), time.Minute)
 	defer impl.Close()
 	c := fakekernel.CopyCase(2, 3)
 	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
@@ -655,7 +630,7 @@ func TestExecNotImplemented(t *testing.T) {
 // one warning line of the run, bounded by ProgramNoteMax.
 func TestExecNote(t *testing.T) {
 	bin := execBuild(t, "")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode note", 20*time.Second)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode note", 20*time.Second)
 	defer impl.Close()
 	info, err := runCopy(context.Background(), impl, 2, 3)
 	if err != nil {
