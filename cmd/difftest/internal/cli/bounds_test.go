@@ -8,8 +8,10 @@ package cli
 import (
 	"encoding/binary"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,10 +153,7 @@ func TestReplayOtherGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta[difftest.MetaGenerator] = "999"
-	var list []*difftest.Tensor
-	for _, tn := range tensors {
-		list = append(list, tn)
-	}
+	list := slices.Collect(maps.Values(tensors))
 	old := filepath.Join(dir, "gen999.safetensors")
 	if err := difftest.WriteSafetensors(old, list, meta); err != nil {
 		t.Fatal(err)
