@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
 	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
@@ -91,22 +92,16 @@ func TestParseCudasrcFolderEntries(t *testing.T) {
 		{"dangling", func(p string) error { return os.Symlink("/nonexistent/x.cu", p) }, "no such file"},
 	} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "a.cu"), []byte("// empty\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		texttest.WriteFile(t, filepath.Join(dir, "a.cu"), "// empty\n", 0o644)
 		if err := tc.make(filepath.Join(dir, "b.cu")); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { _, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root); done <- err }()
-		select {
-		case err := <-done:
+		boundtest.Returns(t, tc.name+": parseCudasrc", 10*time.Second, func() {
+			_, err := parseCudasrc("cudasrc-emu:"+dir, dir, true, root)
 			if err == nil || !errors.Is(err, difftest.ErrUnknownImpl) || !strings.Contains(err.Error(), "b.cu") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: err %v, want a usage error naming b.cu and saying %q", tc.name, err, tc.want)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: parseCudasrc blocked", tc.name)
-		}
+		})
 	}
 	// A symlink to a regular .cu file is a source.
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // KD_LIBCUDA naming a FIFO: `run --impl cuda` used to hang in dlopen; it
@@ -17,20 +18,13 @@ import (
 func TestDriverEnvFIFO(t *testing.T) {
 	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "libcuda.so.1"))
 	t.Setenv(DriverEnv, fifo)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	boundtest.Returns(t, "NewImpl", 20*time.Second, func() {
 		_, err := NewImpl(difftest.ImplOptions{})
 		var re *difftest.RunError
 		if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "KD_LIBCUDA: driver library "+fifo+" is a FIFO") {
 			t.Errorf("NewImpl: %v, want unavailable naming the FIFO", err)
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("still blocked after 20 s")
-	}
+	})
 }
 
 // bench --baseline FATBIN reads its file bounded, never blocking: a
@@ -38,10 +32,7 @@ func TestDriverEnvFIFO(t *testing.T) {
 // anything is read or allocated.
 func TestBaselineFatbinBounded(t *testing.T) {
 	dir := t.TempDir()
-	main := filepath.Join(dir, "main.fatbin")
-	if err := os.WriteFile(main, []byte("not a module"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	main := texttest.WriteFile(t, filepath.Join(dir, "main.fatbin"), "not a module", 0o600)
 	fifo := boundtest.FIFO(t, filepath.Join(dir, "base.fifo"))
 	sparse := filepath.Join(dir, "sparse.fatbin")
 	f, err := os.Create(sparse)
@@ -57,19 +48,12 @@ func TestBaselineFatbinBounded(t *testing.T) {
 		fifo:        "not a regular file (a FIFO)",
 		sparse:      "file too large: 6442450944 bytes, above the limit of 268435456 bytes",
 	} {
-		done := make(chan error, 1)
-		go func() {
+		boundtest.Returns(t, "--baseline "+base, 20*time.Second, func() {
 			_, err := NewImpl(difftest.ImplOptions{Fatbin: main, Baseline: base})
-			done <- err
-		}()
-		select {
-		case err := <-done:
 			var re *difftest.RunError
 			if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "baseline fatbin: ") || !strings.Contains(re.Msg, want) {
 				t.Errorf("--baseline %s: %v, want unavailable with %q", base, err, want)
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("--baseline %s: still blocked after 20 s", base)
-		}
+		})
 	}
 }

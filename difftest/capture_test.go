@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -164,7 +165,7 @@ func TestReadCaptureErrors(t *testing.T) {
 	good := fakekernel.CopyCase(2, 3)
 	goodMeta := map[string]string{"kernel": "copy_kernel", "case": good.ID, "params": `{"rows":2,"cols":3,"stamp":1}`}
 	with := func(k, v string) map[string]string {
-		m := maps(goodMeta)
+		m := maps.Clone(goodMeta)
 		if v == "" {
 			delete(m, k)
 		} else {
@@ -292,14 +293,6 @@ func TestReadCaptureErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func TestReadCaptureMissingFile(t *testing.T) {
@@ -454,10 +447,7 @@ func TestCaptureTopK(t *testing.T) {
 		t.Fatal(err)
 	}
 	tensors["scores"].DType = difftest.I32
-	var all []*difftest.Tensor
-	for _, ts := range tensors {
-		all = append(all, ts)
-	}
+	all := slices.Collect(maps.Values(tensors))
 	bad := filepath.Join(dir, "bad.safetensors")
 	if err := difftest.WriteSafetensors(bad, all, meta); err != nil {
 		t.Fatal(err)

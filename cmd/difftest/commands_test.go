@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/bridge"
+	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
 )
@@ -69,14 +69,9 @@ func TestWorkerNotStartedByImpl(t *testing.T) {
 // KD_LIBCUDA naming a FIFO: `info` used to hang in dlopen; it now says at
 // once that the file is a FIFO, and exits 0 (its report was printed).
 func TestInfoDriverFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "libcuda.so.1")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := boundtest.FIFO(t, filepath.Join(t.TempDir(), "libcuda.so.1"))
 	t.Setenv(bridge.DriverEnv, fifo)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	boundtest.Returns(t, "info", 20*time.Second, func() {
 		var out, errb bytes.Buffer
 		code := runInfo(context.Background(), []string{"--fatbin", filepath.Join(t.TempDir(), "none.fatbin")}, &out, &errb)
 		if code != 0 || !strings.Contains(out.String(), "is a FIFO, not a shared library file") {
@@ -85,12 +80,7 @@ func TestInfoDriverFIFO(t *testing.T) {
 		if !strings.Contains(out.String(), "fatbin: ") || !strings.Contains(out.String(), "  unavailable: ") {
 			t.Errorf("info: stdout %q lacks the fatbin section saying unavailable", out.String())
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("still blocked after 20 s")
-	}
+	})
 }
 
 // gpu-selftest's exit codes that need no device: 2 for a malformed fault
@@ -99,10 +89,7 @@ func TestInfoDriverFIFO(t *testing.T) {
 // TestGPUSelftest runs builds on the fake device.)
 func TestGPUSelftestExitCodes(t *testing.T) {
 	dir := t.TempDir()
-	fatbin := filepath.Join(dir, "kernels.fatbin")
-	if err := os.WriteFile(fatbin, []byte("real build"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fatbin := texttest.WriteFile(t, filepath.Join(dir, "kernels.fatbin"), "real build", 0o644)
 	list := filepath.Join(dir, "faults.txt")
 	tests := []struct {
 		name, list string
@@ -117,9 +104,7 @@ func TestGPUSelftestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := os.WriteFile(list, []byte(tt.list), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			texttest.WriteFile(t, list, tt.list, 0o644)
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"--suite", "quick", "--fatbin", fatbin}, tt.args...)
 			code := runGPUSelftest(context.Background(), args, &stdout, &stderr)

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite ../../docs/flags.md from the subcommands' flag sets and the catalog table of ../../docs/mutants.md from `difftest list mutants`")
@@ -118,9 +120,7 @@ func TestFlagsDoc(t *testing.T) {
 	}
 	want := flagsDoc(t)
 	if *updateDocs {
-		if err := os.WriteFile(flagsDocPath, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		texttest.WriteFile(t, flagsDocPath, want, 0o644)
 		return
 	}
 	got, err := os.ReadFile(flagsDocPath)
@@ -198,9 +198,7 @@ func TestMutantsDoc(t *testing.T) {
 	want := mutantsTable(t)
 	if *updateDocs {
 		doc = doc[:i+len(mutantsBegin)] + want + doc[j:]
-		if err := os.WriteFile(mutantsDocPath, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		texttest.WriteFile(t, mutantsDocPath, doc, 0o644)
 		return
 	}
 	docDiff(t, "docs/mutants.md", doc[i+len(mutantsBegin):j], want)

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -639,7 +640,7 @@ func TestHostileCorpus(t *testing.T) {
 		tl.n++
 		code, out, problem := runHostile(t, bin, e, h)
 		tl.codes[code]++
-		if problem == "" && !containsInt(h.want, code) {
+		if problem == "" && !slices.Contains(h.want, code) {
 			problem = fmt.Sprintf("exit %d, want one of %v", code, h.want)
 		}
 		if problem == "" && hasRawControl(out) {
@@ -667,15 +668,6 @@ func TestHostileCorpus(t *testing.T) {
 		t.Logf("%-24s %4d inputs: %s; %d wrong", s, tl.n, strings.Join(cs, ", "), tl.bad)
 	}
 	t.Logf("%d inputs in %v", total, time.Since(start).Round(time.Second))
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func tailLines(s string, n int) string {

@@ -66,9 +66,7 @@ const smallSuite = "internal/cli/testdata/small.toml"
 // writeScript writes an executable shell script.
 func writeScript(t *testing.T, path, body string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, path, "#!/bin/sh\n"+body, 0o755)
 }
 
 // waitFile waits up to 20 s for path to exist with content, and returns it.
@@ -202,9 +200,7 @@ func TestSIGKILLLeavesThePreviousJUnit(t *testing.T) {
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "r.xml")
 	const previous = "<testsuites><!-- the previous run --></testsuites>\n"
-	if err := os.WriteFile(junit, []byte(previous), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, junit, previous, 0o644)
 	code, _, _, _ := signalRun(t, syscall.SIGKILL, dir)
 	if code != 137 {
 		t.Errorf("exit %d, want death by SIGKILL", code)

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // Every flag of the study that cannot work is a usage error (2) before
@@ -17,10 +17,7 @@ import (
 func TestStudyRefusesUpFront(t *testing.T) {
 	dir := t.TempDir()
 	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
-	fatbin := filepath.Join(dir, "k.fatbin")
-	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fatbin := texttest.WriteFile(t, filepath.Join(dir, "k.fatbin"), "fatbin", 0o600)
 	for _, tt := range []struct {
 		args []string
 		want string

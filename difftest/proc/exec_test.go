@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/proc"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/proctest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 	_ "github.com/kerneldiff/kerneldiff/kernels/all" // registers every kernel
 )
 
@@ -81,9 +84,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// execQuote single-quotes a word for SplitCommand.
-func execQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 func TestExecImplVariants(t *testing.T) {
 	bin := execBuild(t, "")
 	k := fakekernel.CopyKernel{}
@@ -110,9 +110,9 @@ func TestExecImplVariants(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			c := fakekernel.CopyCase(2, 3)
 			digest := c.Input("x").Digest()
-			impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+			impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+tc.mode, 20*time.Second)
 			defer impl.Close()
-			if want := "exec:" + execQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
+			if want := "exec:" + difftest.ShellQuote(bin) + " -mode " + tc.mode; impl.Name() != want {
 				t.Errorf("Name() = %q, want %q", impl.Name(), want)
 			}
 			bufs := fakekernel.Buffers(c)
@@ -133,7 +133,7 @@ func TestExecImplVariants(t *testing.T) {
 				if res.Class != tc.check {
 					t.Fatalf("Check: class %q (%s), want %q", res.Class, res.Message, tc.check)
 				}
-				execContains(t, res.Message, tc.msg)
+				texttest.Contains(t, "message", res.Message, tc.msg...)
 				if tc.check == difftest.Pass {
 					// The canary half of cache came back untouched: the
 					// program received it and echoed it.
@@ -162,7 +162,7 @@ func TestExecImplVariants(t *testing.T) {
 			if len(rerr.Msg) > proc.ExecStderrTail+200 {
 				t.Errorf("message is %d bytes, want the stderr tail bounded", len(rerr.Msg))
 			}
-			execContains(t, rerr.Msg, tc.msg)
+			texttest.Contains(t, "message", rerr.Msg, tc.msg...)
 			for i, b := range bufs {
 				if !bytes.Equal(b.Full, before[i]) {
 					t.Errorf("%s: a failed run changed the buffer", b.Name)
@@ -172,13 +172,35 @@ func TestExecImplVariants(t *testing.T) {
 	}
 }
 
-func execContains(t *testing.T, msg string, want []string) {
+// runCopy runs the copy kernel through impl on a fresh CopyCase(rows,
+// cols) and its buffers.
+func runCopy(ctx context.Context, impl difftest.Impl, rows, cols int) (difftest.RunInfo, error) {
+	c := fakekernel.CopyCase(rows, cols)
+	return impl.Run(ctx, fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+}
+
+// execStopped starts a run of the hang variant (its pid file pidfile) in
+// the background, waits for its pids and calls stop (Close, a cancel);
+// the run must then return within 10 s, and the program and its child be
+// gone. It returns Run's error.
+func execStopped(t *testing.T, ctx context.Context, impl difftest.Impl, pidfile, what string, stop func()) error {
 	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("message %q lacks %q", msg, w)
-		}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runCopy(ctx, impl, 1, 1)
+		done <- err
+	}()
+	pid, child, _ := execPids(t, pidfile)
+	stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not return after %s", what)
 	}
+	execGone(t, pid, "the program")
+	execGone(t, child, "the program's child")
+	return err
 }
 
 // execPids waits for the hang variant's pid file: its pid, its child's
@@ -237,7 +259,7 @@ func TestExecImplStatesVersion(t *testing.T) {
 		{"correct", "execimpl 1", "execimpl test device"},
 		{"long-version", "", "execimpl test device"},
 	} {
-		impl := proc.NewExecImpl(execQuote(bin)+" -mode "+tc.mode, 20*time.Second)
+		impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+tc.mode, 20*time.Second)
 		pp, ok := impl.(difftest.PropertyProvider)
 		if !ok {
 			t.Fatal("the exec implementation is no PropertyProvider")
@@ -245,8 +267,7 @@ func TestExecImplStatesVersion(t *testing.T) {
 		if props := pp.Properties(); len(props) != 0 {
 			t.Errorf("%s: properties %v before any run, want none", tc.mode, props)
 		}
-		c := fakekernel.CopyCase(2, 3)
-		if _, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c)); err != nil {
+		if _, err := runCopy(context.Background(), impl, 2, 3); err != nil {
 			t.Fatalf("%s: Run: %v", tc.mode, err)
 		}
 		props := pp.Properties()
@@ -289,7 +310,7 @@ func TestExecRealKernels(t *testing.T) {
 			want difftest.Class
 		}{{"correct", difftest.Pass}, {"faulty", difftest.Mismatch}} {
 			t.Run(spec.ID()+"/"+mode.name, func(t *testing.T) {
-				impl := proc.NewExecImpl(execQuote(bin)+" -mode "+mode.name, 30*time.Second)
+				impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode "+mode.name, 30*time.Second)
 				defer impl.Close()
 				bufs := fakekernel.Buffers(c)
 				if _, err := impl.Run(context.Background(), k, c, bufs); err != nil {
@@ -315,17 +336,16 @@ func TestExecRealKernels(t *testing.T) {
 func TestExecImplTimeout(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 1500*time.Millisecond)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), 1500*time.Millisecond)
 	defer impl.Close()
-	c := fakekernel.CopyCase(2, 3)
 	start := time.Now()
-	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	_, err := runCopy(context.Background(), impl, 2, 3)
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Timeout {
 		t.Fatalf("Run returned %v, want class timeout", err)
 	}
-	execContains(t, rerr.Msg, []string{"no exit after 1.5s; process group killed"})
+	texttest.Contains(t, "message", rerr.Msg, "no exit after 1.5s; process group killed")
 	if elapsed < 1500*time.Millisecond || elapsed > 8*time.Second {
 		t.Errorf("Run took %v, want about the 1.5 s time-out", elapsed)
 	}
@@ -340,28 +360,16 @@ func TestExecImplTimeout(t *testing.T) {
 func TestExecImplCloseKillsRunning(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), 0)
-	c := fakekernel.CopyCase(1, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
-		done <- err
-	}()
-	pid, child, _ := execPids(t, pidfile)
-	if err := impl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "exec implementation closed") {
-			t.Errorf("Run returned %v, want the closed error", err)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), 0)
+	err := execStopped(t, context.Background(), impl, pidfile, "Close", func() {
+		if err := impl.Close(); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after Close")
+	})
+	if err == nil || !strings.Contains(err.Error(), "exec implementation closed") {
+		t.Errorf("Run returned %v, want the closed error", err)
 	}
-	execGone(t, pid, "the program")
-	execGone(t, child, "the program's child")
-	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	_, err = runCopy(context.Background(), impl, 1, 1)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.LaunchError {
 		t.Errorf("Run after Close: %v, want a launch-error", err)
@@ -371,34 +379,18 @@ func TestExecImplCloseKillsRunning(t *testing.T) {
 func TestExecImplContextCancel(t *testing.T) {
 	bin := execBuild(t, "")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode hang -pidfile "+execQuote(pidfile), time.Minute)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode hang -pidfile "+difftest.ShellQuote(pidfile), time.Minute)
 	defer impl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := fakekernel.CopyCase(1, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := impl.Run(ctx, fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
-		done <- err
-	}()
-	pid, child, _ := execPids(t, pidfile)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run returned %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	if err := execStopped(t, ctx, impl, pidfile, "cancel", cancel); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
-	execGone(t, pid, "the program")
-	execGone(t, child, "the program's child")
 }
 
 // A command that does not parse fails each case with launch-error; a
 // program that cannot be started is "nothing can be tested" (issue 9 item
 // 6): class unavailable, which stops the run with exit 125.
 func TestExecImplLaunchErrors(t *testing.T) {
-	c := fakekernel.CopyCase(1, 1)
 	for _, tc := range []struct {
 		cmd   string
 		class difftest.Class
@@ -412,7 +404,7 @@ func TestExecImplLaunchErrors(t *testing.T) {
 		t.Run(tc.cmd, func(t *testing.T) {
 			impl := proc.NewExecImpl(tc.cmd, time.Second)
 			defer impl.Close()
-			_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+			_, err := runCopy(context.Background(), impl, 1, 1)
 			var rerr *difftest.RunError
 			if !errors.As(err, &rerr) || rerr.Class != tc.class || !strings.Contains(rerr.Msg, tc.msg) {
 				t.Errorf("got %v, want a %s mentioning %q", err, tc.class, tc.msg)
@@ -425,23 +417,17 @@ func TestExecImplLaunchErrors(t *testing.T) {
 // be started before any case runs, saying which rule it breaks.
 func TestOpenExecImplChecksTheProgram(t *testing.T) {
 	dir := t.TempDir()
-	plain := filepath.Join(dir, "not-executable")
-	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "ok")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	plain := texttest.WriteFile(t, filepath.Join(dir, "not-executable"), "#!/bin/sh\nexit 0\n", 0o644)
+	script := texttest.WriteFile(t, filepath.Join(dir, "ok"), "#!/bin/sh\nexit 0\n", 0o755)
 	for _, tc := range []struct {
 		reason, cmd string
 		msg         string // "" = opens
 	}{
 		{"no such file", "/nonexistent/prog", "cannot start /nonexistent/prog: no such file"},
-		{"mode 0644", execQuote(plain) + " --x", "cannot start " + plain + ": not executable (mode -rw-r--r--)"},
-		{"a folder", execQuote(dir), "cannot start " + dir + ": is a folder, not a program"},
+		{"mode 0644", difftest.ShellQuote(plain) + " --x", "cannot start " + plain + ": not executable (mode -rw-r--r--)"},
+		{"a folder", difftest.ShellQuote(dir), "cannot start " + dir + ": is a folder, not a program"},
 		{"not in PATH", "kerneldiff-no-such-program-on-path", "cannot start kerneldiff-no-such-program-on-path: not found in PATH"},
-		{"an executable script", execQuote(script) + " arg", ""},
+		{"an executable script", difftest.ShellQuote(script) + " arg", ""},
 		{"a program in PATH", "sh -c true", ""},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -472,19 +458,12 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid program here")
 	}
-	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pid")
-	prog := filepath.Join(dir, "escape.sh")
 	// The helper holds stderr open too: Run must not wait for it.
-	script := "#!/bin/sh\nsetsid sleep 1000 &\necho $! > " + execQuote(pidfile) + "\nsleep 0.2\nexit 3\n"
-	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	impl := proc.NewExecImpl(execQuote(prog), 20*time.Second)
+	prog, pidfile := proctest.EscapingProgram(t, t.TempDir())
+	impl := proc.NewExecImpl(difftest.ShellQuote(prog), 20*time.Second)
 	defer impl.Close()
-	c := fakekernel.CopyCase(1, 1)
 	start := time.Now()
-	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	info, err := runCopy(context.Background(), impl, 1, 1)
 	elapsed := time.Since(start)
 	var rerr *difftest.RunError
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Crash {
@@ -493,15 +472,7 @@ func TestExecImplKillsEscapedDescendants(t *testing.T) {
 	if elapsed > 1500*time.Millisecond {
 		t.Errorf("Run took %v: it waited for the escaped helper's stderr", elapsed)
 	}
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	execGone(t, pid, "the setsid helper")
+	execGone(t, proctest.ReadPid(t, pidfile), "the setsid helper")
 	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], "left 1 process(es) running outside its process group") || !strings.Contains(info.Warnings[0], "sleep 1000") {
 		t.Errorf("warnings %q, want one naming the escaped sleep 1000", info.Warnings)
 	}
@@ -534,23 +505,11 @@ func TestSplitCommand(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slicesEqual(got, tc.want) {
+			if err != nil || !slices.Equal(got, tc.want) {
 				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // execPythonImpl is copy_kernel as an exec program in Python, with the
@@ -594,10 +553,7 @@ func TestExecPython(t *testing.T) {
 		skip("%s lacks safetensors or numpy: %s", py, out)
 		return
 	}
-	script := filepath.Join(t.TempDir(), "copy_kernel.py")
-	if err := os.WriteFile(script, []byte(execPythonImpl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	script := texttest.WriteFile(t, filepath.Join(t.TempDir(), "copy_kernel.py"), execPythonImpl, 0o644)
 	k := fakekernel.CopyKernel{}
 	for _, tc := range []struct {
 		name       string
@@ -611,7 +567,7 @@ func TestExecPython(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakekernel.CopyCase(tc.rows, tc.cols)
-			impl := proc.NewExecImpl(execQuote(py)+" "+execQuote(script)+" "+tc.flag, 60*time.Second)
+			impl := proc.NewExecImpl(difftest.ShellQuote(py)+" "+difftest.ShellQuote(script)+" "+tc.flag, 60*time.Second)
 			defer impl.Close()
 			bufs := fakekernel.Buffers(c)
 			_, err := impl.Run(context.Background(), k, c, bufs)
@@ -645,11 +601,9 @@ func TestExecNotImplemented(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
 	meta := filepath.Join(dir, "meta")
-	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + execQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
-	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	impl := proc.NewExecImpl(execQuote(prog), time.Minute)
+	script := "#!/bin/sh\nhead -c 4096 \"$1\" > " + difftest.ShellQuote(meta) + "\necho 'kernel copy is not implemented here' >&2\nexit 125\n"
+	texttest.WriteFile(t, prog, script, 0o755)
+	impl := proc.NewExecImpl(difftest.ShellQuote(prog), time.Minute)
 	defer impl.Close()
 	c := fakekernel.CopyCase(2, 3)
 	_, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
@@ -657,7 +611,7 @@ func TestExecNotImplemented(t *testing.T) {
 	if !errors.As(err, &rerr) || rerr.Class != difftest.Unavailable || !rerr.Skip {
 		t.Fatalf("Run returned %v, want unavailable with Skip", err)
 	}
-	execContains(t, rerr.Msg, []string{"does not implement " + c.Kernel, "not tested", "is not implemented here"})
+	texttest.Contains(t, "message", rerr.Msg, "does not implement "+c.Kernel, "not tested", "is not implemented here")
 	head, err := os.ReadFile(meta)
 	if err != nil {
 		t.Fatal(err)
@@ -676,10 +630,9 @@ func TestExecNotImplemented(t *testing.T) {
 // one warning line of the run, bounded by ProgramNoteMax.
 func TestExecNote(t *testing.T) {
 	bin := execBuild(t, "")
-	c := fakekernel.CopyCase(2, 3)
-	impl := proc.NewExecImpl(execQuote(bin)+" -mode note", 20*time.Second)
+	impl := proc.NewExecImpl(difftest.ShellQuote(bin)+" -mode note", 20*time.Second)
 	defer impl.Close()
-	info, err := impl.Run(context.Background(), fakekernel.CopyKernel{}, c, fakekernel.Buffers(c))
+	info, err := runCopy(context.Background(), impl, 2, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

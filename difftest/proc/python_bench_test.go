@@ -32,13 +32,13 @@ func pythonImpl(b *testing.B, mode string, files ...string) difftest.Impl {
 		b.Fatal(err)
 	}
 	b.Setenv("PYTHONPATH", src)
-	cmd := serveQuote(py) + " -m kerneldiff " + mode
+	cmd := difftest.ShellQuote(py) + " -m kerneldiff " + mode
 	for _, f := range files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd += " " + serveQuote(abs)
+		cmd += " " + difftest.ShellQuote(abs)
 	}
 	impl, err := difftest.NewImpl(mode+":"+cmd, difftest.ImplOptions{Timeout: time.Minute})
 	if err != nil {

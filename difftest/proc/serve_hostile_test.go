@@ -77,7 +77,7 @@ func TestServeDeathWithPipeHeldOpen(t *testing.T) {
 	bin := serveBuild(t)
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
 	const bad = "topk_transform/lengths-k512"
-	impl := serveStart(t, bin, 0, "-mode die-setsid -match "+serveQuote("^"+bad+"$")+" -pidfile "+serveQuote(pidfile))
+	impl := serveStart(t, bin, 0, "-mode die-setsid -match "+difftest.ShellQuote("^"+bad+"$")+" -pidfile "+difftest.ShellQuote(pidfile))
 	items := serveItems(t, `^topk_transform/(lengths-k512|straddle-k512)$`)
 	t0 := time.Now()
 	recs, sum, err := serveRun(t, impl, items, 0)
@@ -103,7 +103,7 @@ func TestServeNoHelloPipeHeldOpen(t *testing.T) {
 	bin := serveBuild(t)
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
 	t0 := time.Now()
-	_, err := proc.NewServeImpl(serveQuote(bin)+" -mode no-hello-setsid -pidfile "+serveQuote(pidfile), 0)
+	_, err := proc.NewServeImpl(difftest.ShellQuote(bin)+" -mode no-hello-setsid -pidfile "+difftest.ShellQuote(pidfile), 0)
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "ended before its hello: exit status 3") {
 		t.Fatalf("got %v", err)
@@ -121,7 +121,7 @@ func TestServeHelloInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	t0 := time.Now()
-	_, err := proc.NewServeImplHelloContext(ctx, serveQuote(bin)+" -mode no-hello", 0, time.Minute)
+	_, err := proc.NewServeImplHelloContext(ctx, difftest.ShellQuote(bin)+" -mode no-hello", 0, time.Minute)
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "interrupted while waiting for the hello") {
 		t.Fatalf("got %v", err)

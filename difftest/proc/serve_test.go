@@ -62,13 +62,11 @@ func serveRun(t *testing.T, impl difftest.Impl, items []difftest.Item, timeout t
 	return recs, sum, err
 }
 
-func serveQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // serveStart starts the serve program bin with args (each already quoted
 // for the shell where it needs to be) and closes it when tb ends.
 func serveStart(tb testing.TB, bin string, timeout time.Duration, args ...string) difftest.Impl {
 	tb.Helper()
-	impl, err := proc.NewServeImpl(strings.Join(append([]string{serveQuote(bin)}, args...), " "), timeout)
+	impl, err := proc.NewServeImpl(strings.Join(append([]string{difftest.ShellQuote(bin)}, args...), " "), timeout)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -138,7 +136,7 @@ func TestServeMisbehaviour(t *testing.T) {
 			if timeout == 0 {
 				timeout = time.Minute
 			}
-			impl := serveStart(t, bin, timeout, "-mode "+tc.mode+" -match "+serveQuote("^"+bad+"$"))
+			impl := serveStart(t, bin, timeout, "-mode "+tc.mode+" -match "+difftest.ShellQuote("^"+bad+"$"))
 			recs, sum, err := serveRun(t, impl, items, timeout)
 			if err != nil {
 				t.Fatal(err)
@@ -177,7 +175,7 @@ func TestServeCloseKillsGroup(t *testing.T) {
 	for _, mode := range []string{"fork", "setsid"} {
 		t.Run(mode, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "child.pid")
-			impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode "+mode+" -pidfile "+serveQuote(pidfile), time.Minute)
+			impl, err := proc.NewServeImpl(difftest.ShellQuote(bin)+" -mode "+mode+" -pidfile "+difftest.ShellQuote(pidfile), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,8 +212,8 @@ func TestServeUnavailable(t *testing.T) {
 	bin := serveBuild(t)
 	for _, tc := range []struct{ cmd, msg string }{
 		{"/nonexistent/serve-program", "cannot start /nonexistent/serve-program"},
-		{serveQuote(bin) + " -mode protocol2", "protocol 2; this difftest speaks 1"},
-		{serveQuote(bin) + " -kernels nothing_known", `names kernels ["nothing_known"], none of this build's`},
+		{difftest.ShellQuote(bin) + " -mode protocol2", "protocol 2; this difftest speaks 1"},
+		{difftest.ShellQuote(bin) + " -kernels nothing_known", `names kernels ["nothing_known"], none of this build's`},
 		{"sh -c 'echo gone >&2; exit 4'", "ended before its hello: exit status 4; stderr: gone"},
 	} {
 		_, err := proc.NewServeImpl(tc.cmd, time.Minute)
@@ -230,7 +228,7 @@ func TestServeUnavailable(t *testing.T) {
 func TestServeNoHello(t *testing.T) {
 	bin := serveBuild(t)
 	t0 := time.Now()
-	_, err := proc.NewServeImplHello(serveQuote(bin)+" -mode no-hello", time.Minute, 500*time.Millisecond)
+	_, err := proc.NewServeImplHello(difftest.ShellQuote(bin)+" -mode no-hello", time.Minute, 500*time.Millisecond)
 	var re *difftest.RunError
 	if !errors.As(err, &re) || re.Class != difftest.Unavailable || !strings.Contains(re.Msg, "no hello within 500ms") {
 		t.Fatalf("got %v", err)
@@ -336,7 +334,7 @@ func TestServeUnimplementedKernel(t *testing.T) {
 func TestServeOKReplyNote(t *testing.T) {
 	bin := serveBuild(t)
 	const bad = "topk_transform/lengths-k512"
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -mode unwritten -match "+serveQuote("^"+bad+"$"), time.Minute)
+	impl, err := proc.NewServeImpl(difftest.ShellQuote(bin)+" -mode unwritten -match "+difftest.ShellQuote("^"+bad+"$"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +383,7 @@ func (offersNothing) Offers(kernel string) (bool, string) {
 // chained case none of whose stages is offered is not tested either.
 func TestServeOffers(t *testing.T) {
 	bin := serveBuild(t)
-	impl, err := proc.NewServeImpl(serveQuote(bin)+" -kernels topk_transform", time.Minute)
+	impl, err := proc.NewServeImpl(difftest.ShellQuote(bin)+" -kernels topk_transform", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -107,11 +108,9 @@ func TestJUnitByCause(t *testing.T) {
 		recs = append(recs, r)
 	}
 	recs = append(recs, failing("norm_rope_store/g", difftest.Guard, "cache: guard byte 1 before the start changed (0x00, want 0xa5)", nil, nil))
-	var b strings.Builder
-	if err := WriteJUnit(&b, &Report{Header: difftest.Header{Suite: "s", Seed: 1}, Records: recs}); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := texttest.Render(t, func(w io.Writer) error {
+		return WriteJUnit(w, &Report{Header: difftest.Header{Suite: "s", Seed: 1}, Records: recs})
+	})
 	texttest.Contains(t, "JUnit", out,
 		"cause [1] of 2: 3 cases · mismatch · rule padding\nbehaves like topk-page-row0\n",
 		"worst: page_indices[0][0] got -1 want a pick\n2 more cases like this: topk_transform/{c1, c2}\n",

@@ -1,9 +1,9 @@
 package report_test
 
 import (
-	"bytes"
 	"encoding/xml"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -19,11 +19,8 @@ func TestJUnitValidXMLForHostileText(t *testing.T) {
 	rep := &report.Report{Header: difftest.Header{Suite: "s" + bad, Properties: map[string]string{"device": bad}}}
 	rep.Records = append(rep.Records, &difftest.Record{Case: "k/c" + bad, Kernel: "k" + bad, Verdict: difftest.VerdictFail, Class: difftest.Crash,
 		Message: bad, Warnings: []string{bad}, Replay: bad, InputSHA256: bad})
-	var b bytes.Buffer
-	if err := report.WriteJUnit(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	d := xml.NewDecoder(&b)
+	junit := texttest.Render(t, func(w io.Writer) error { return report.WriteJUnit(w, rep) })
+	d := xml.NewDecoder(strings.NewReader(junit))
 	text := ""
 	for {
 		tok, err := d.Token()
@@ -31,7 +28,7 @@ func TestJUnitValidXMLForHostileText(t *testing.T) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("JUnit does not parse: %v\n%s", err, b.String())
+			t.Fatalf("JUnit does not parse: %v\n%s", err, junit)
 		}
 		if cd, ok := tok.(xml.CharData); ok {
 			text += string(cd)

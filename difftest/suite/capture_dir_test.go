@@ -7,13 +7,13 @@ package suite_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/suite"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 
 	_ "github.com/kerneldiff/kerneldiff/kernels/logits"   // registers indexer_logits
 	_ "github.com/kerneldiff/kerneldiff/kernels/normrope" // registers norm_rope_store
@@ -90,9 +90,7 @@ func TestCaptureDirSuite(t *testing.T) {
 	dir := t.TempDir()
 	liveTopk(t, filepath.Join(dir, "a.safetensors"), nil)
 	liveTopk(t, filepath.Join(dir, "b.safetensors"), func(seq, _ *difftest.Tensor) { seq.SetI32(0, 17) })
-	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, filepath.Join(dir, "notes.txt"), "ignored", 0o644)
 	s, err := suite.LoadCaptureDir(dir)
 	if err != nil {
 		t.Fatal(err)

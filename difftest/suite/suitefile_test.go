@@ -15,6 +15,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // cheap runs f and fails when it takes more than 10 s or allocates more
@@ -31,10 +32,7 @@ func TestLoadSuiteFileBounded(t *testing.T) {
 	dir := t.TempDir()
 	head := "[[case]]\nkernel = \"fake_scatter\"\nfamily = \"ramp\"\nname = \"deep\"\n[case.params]\n"
 	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p := texttest.WriteFile(t, filepath.Join(dir, name), text, 0o644)
 		return p
 	}
 	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo.toml"))

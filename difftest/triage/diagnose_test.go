@@ -1,8 +1,8 @@
 package triage
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -193,11 +193,7 @@ func TestSelftestDiagnosis(t *testing.T) {
 	if rows[0].OK() || rows[1].OK() || !rows[2].OK() {
 		t.Errorf("OK: %v %v %v, want false false true", rows[0].OK(), rows[1].OK(), rows[2].OK())
 	}
-	var b bytes.Buffer
-	if err := WriteSelftestTable(&b, rows, ok); err != nil {
-		t.Fatal(err)
-	}
-	texttest.Contains(t, "table", b.String(),
+	texttest.Contains(t, "table", texttest.Render(t, func(w io.Writer) error { return WriteSelftestTable(w, rows, ok) }),
 		"fake-off-by-one (WRONG)",
 		"mutant fake-skip-last, caught by fake_scatter/ramp-8 (seed 1), is diagnosed as fake-off-by-one, not as fake-skip-last",
 		"mutant unknown, caught by fake_scatter/ramp-8 (seed 1), is diagnosed as nothing, not as unknown",

@@ -34,3 +34,20 @@ func TestWithin(t *testing.T) {
 		t.Errorf("a blocked call: %v (fatal %v)", r.Errs, r.Stopped)
 	}
 }
+
+// Returns passes a call that returns, keeps the call's own Errorf, and
+// fails fatally, naming the call, one that blocks past the limit.
+func TestReturns(t *testing.T) {
+	r := tbrecord.Run(t, func(tb testing.TB) {
+		Returns(tb, "quick", time.Second, func() { tb.Errorf("the call's own failure") })
+	})
+	if len(r.Errs) != 1 || r.Stopped || r.Errs[0] != "the call's own failure" {
+		t.Errorf("a call that returns: %v (fatal %v), want only its own failure", r.Errs, r.Stopped)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	r = tbrecord.Run(t, func(tb testing.TB) { Returns(tb, "stuck", 50*time.Millisecond, func() { <-block }) })
+	if len(r.Errs) != 1 || !r.Stopped || !strings.HasPrefix(r.Errs[0], "stuck: still running after 50ms") {
+		t.Errorf("a blocked call: %v (fatal %v)", r.Errs, r.Stopped)
+	}
+}

@@ -34,9 +34,7 @@ func write(t *testing.T, root, rel, s string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, p, s, 0o644)
 }
 
 // TestScanHandWorked scans a made-up tree: a CUDA kernel with two entry

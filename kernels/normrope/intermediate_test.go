@@ -41,10 +41,7 @@ func TestIntermediateBF16(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s.ID(), err)
 			}
-			want := newCache(c)
-			if err := Compute(c, want); err != nil {
-				t.Fatal(err)
-			}
+			want := reference(t, c)
 			failed, why := outcome(t, c, want, func(o []*difftest.Tensor) error { return runSim(c, o, chain) })
 			if declared && failed {
 				t.Errorf("%s, intermediate bf16 declared: the bf16 chain fails: %s", c.ID, why)
@@ -178,10 +175,7 @@ func TestIntermediateBF16Catalog(t *testing.T) {
 				pf := p
 				pf.Intermediate = ""
 				f32.Params = pf
-				want := newCache(c)
-				if err := Compute(c, want); err != nil {
-					t.Fatal(err)
-				}
+				want := reference(t, c)
 				declaredV, contractV := newVerdicts(c, want), newVerdicts(&f32, want)
 				for _, l := range chains {
 					if failed, why := declaredV.of(t, func(o []*difftest.Tensor) error { return runSim(c, o, l.sim) }); failed {
@@ -236,10 +230,7 @@ func TestPrecisionNotNamedOnGuard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := newCache(c)
-		if err := Compute(c, want); err != nil {
-			t.Fatal(err)
-		}
+		want := reference(t, c)
 		var m difftest.Mutant
 		for _, mm := range Mutants() {
 			if mm.Name == "write-negative-slot" {

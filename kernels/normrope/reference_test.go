@@ -25,10 +25,7 @@ func TestReferenceHandWorked(t *testing.T) {
 		// scale at 1·264 + 128·2 + 1·4 = 524.
 		p := config(NormRMS, StyleNeox, 0, true, StoreFP8, ScalePlain, 2, 2)
 		c := handCase(p, [][]float64{two}, nil, nil, ident, []int64{0}, []int64{3})
-		cache := newCache(c)
-		if err := Compute(c, cache); err != nil {
-			t.Fatal(err)
-		}
+		cache := reference(t, c)
 		for k := 0; k < Dim; k++ {
 			want := uint8(0x7E)
 			if k%2 == 1 {
@@ -52,10 +49,7 @@ func TestReferenceHandWorked(t *testing.T) {
 		// [256, 512)) → 352 = 1.375·2^8: exponent 8+7 = 15, fraction 3 → 0x7B. P = 1, slot 0.
 		p := config(NormRMS, StyleNeox, 0, true, StoreFP8, ScaleUE8M0, 1, 1)
 		c := handCase(p, [][]float64{two}, nil, nil, ident, []int64{0}, []int64{0})
-		cache := newCache(c)
-		if err := Compute(c, cache); err != nil {
-			t.Fatal(err)
-		}
+		cache := reference(t, c)
 		for k := 0; k < Dim; k++ {
 			want := uint8(0x7B)
 			if k%2 == 1 {
@@ -76,10 +70,7 @@ func TestReferenceHandWorked(t *testing.T) {
 		// bf16 1.0 (0x3F80; the next value down is 1 − 2^-8). P = 1, slot 1 → byte 256.
 		p := config(NormRMS, StyleInterleaved, 64, true, StoreBF16, ScalePlain, 1, 2)
 		c := handCase(p, [][]float64{{2}}, nil, nil, ident, []int64{0}, []int64{1})
-		cache := newCache(c)
-		if err := Compute(c, cache); err != nil {
-			t.Fatal(err)
-		}
+		cache := reference(t, c)
 		for k := 0; k < Dim; k++ {
 			if got := binary.LittleEndian.Uint16(cache.Data[256+2*k:]); got != 0x3F80 {
 				t.Errorf("value %d = 0x%04x, want 0x3F80", k, got)
@@ -100,10 +91,7 @@ func TestReferenceHandWorked(t *testing.T) {
 		}
 		p := config(NormLayer, StyleInterleaved, 64, false, StoreBF16, ScalePlain, 1, 3)
 		c := handCase(p, [][]float64{row, row}, nil, nil, ident, []int64{1, 1}, []int64{2, -1})
-		cache := newCache(c)
-		if err := Compute(c, cache); err != nil {
-			t.Fatal(err)
-		}
+		cache := reference(t, c)
 		for k := 0; k < Dim; k++ {
 			want := uint16(0x3F80)
 			if k < 64 && k%2 == 1 {
@@ -216,10 +204,7 @@ func TestBF16StoreOfExactVector(t *testing.T) {
 	}
 	p := config(NormRMS, StyleNeox, 0, false, StoreBF16, ScalePlain, 4, 1)
 	c := handCase(p, [][]float64{row}, w, nil, [][]float32{rotRow(1, 0)}, []int64{0}, []int64{2})
-	cache := newCache(c)
-	if err := Compute(c, cache); err != nil {
-		t.Fatal(err)
-	}
+	cache := reference(t, c)
 	for k := 0; k < Dim; k++ {
 		if got := binary.LittleEndian.Uint16(cache.Data[512+2*k:]); got != numeric.BF16FromF64(row[k]) {
 			t.Errorf("value %d = 0x%04x, want 0x%04x", k, got, numeric.BF16FromF64(row[k]))

@@ -28,10 +28,7 @@ func TestStoreOnlyHand(t *testing.T) {
 	p := config(NormLayer, StyleInterleaved, 0, true, StoreFP8, ScalePlain, 1, 1)
 	p.Stages = StagesStore
 	c := handCase(p, x, nil, b, [][]float32{rotRow(0, 1)}, []int64{0}, []int64{0})
-	cache := newCache(c)
-	if err := Compute(c, cache); err != nil {
-		t.Fatal(err)
-	}
+	cache := reference(t, c)
 	want := []byte{0x7E, 0x38, 0xB0, 0x01, 0x44}
 	for k := 0; k < Dim; k++ {
 		w := byte(0)
@@ -58,20 +55,14 @@ func TestStoreOnlyHand(t *testing.T) {
 	full := p
 	full.Stages = ""
 	fc := handCase(full, x, nil, b, [][]float32{rotRow(0, 1)}, []int64{0}, []int64{0})
-	fullCache := newCache(fc)
-	if err := Compute(fc, fullCache); err != nil {
-		t.Fatal(err)
-	}
+	fullCache := reference(t, fc)
 	if r := Check(c, []*difftest.Tensor{fullCache}, []*difftest.Tensor{cache}); !r.Failed() {
 		t.Error("the full pipeline's bytes pass a store-only case")
 	}
 
 	p.Store, p.Stages = StoreBF16, StagesStore
 	c = handCase(p, x, nil, b, [][]float32{rotRow(0, 1)}, []int64{0}, []int64{0})
-	cache = newCache(c)
-	if err := Compute(c, cache); err != nil {
-		t.Fatal(err)
-	}
+	cache = reference(t, c)
 	for k, v := range []uint16{0x43E0, 0x3F80, 0xBF00, 0x3B00, 0x4048} {
 		if got := binary.LittleEndian.Uint16(cache.Data[2*k:]); got != v {
 			t.Errorf("bf16 value %d = %#04x, want %#04x", k, got, v)
@@ -146,10 +137,7 @@ func TestStoreOnlySuite(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.ID(), err)
 		}
-		want := newCache(c)
-		if err := Compute(c, want); err != nil {
-			t.Fatal(err)
-		}
+		want := reference(t, c)
 		v := newVerdicts(c, want) // the skipped steps' mutants write the model's bytes: judged once
 		for _, m := range []sim32{{}, {recip: true}} {
 			if f, why := v.of(t, func(o []*difftest.Tensor) error { return runSim(c, o, m) }); f {

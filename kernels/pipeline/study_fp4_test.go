@@ -71,6 +71,22 @@ func handCase(t *testing.T, tok [2]map[int]float64, u map[int]float64) *difftest
 	return c
 }
 
+// fp4Cache returns c's stage 1 as the v4-fp4 store (fp4Stage1) and the
+// reference's cache of it (normrope.Compute); an error is fatal.
+func fp4Cache(t *testing.T, c *difftest.Case) (*difftest.Case, *difftest.Tensor) {
+	t.Helper()
+	s1, err := fp4Stage1(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s1.Outputs[0]
+	cache := difftest.MustTensor(o.Name, o.DType, o.Shape...)
+	if err := normrope.Compute(s1, cache); err != nil {
+		t.Fatal(err)
+	}
+	return s1, cache
+}
+
 // By construction from the outlier channel: the needle (40 in dim 0, 1 in
 // dims 1–31) scores u·r = 31/√((1600+31)/128) = 8.68 against the query u
 // (1 in dims 1–32); its rival (40 in dim 0, 30 in dim 32) 30/√(2500/128) =
@@ -110,15 +126,7 @@ func TestStudyFP4LosesNeedleFP8Keeps(t *testing.T) {
 		t.Errorf("FP4 %+v: want the needle lost, rank 2 (exact 1), recall 0", fp4)
 	}
 	// The FP4 logits themselves: the needle's 0 and the rival's 6.
-	s1, err := fp4Stage1(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := s1.Outputs[0]
-	cache := difftest.MustTensor(o.Name, o.DType, o.Shape...)
-	if err := normrope.Compute(s1, cache); err != nil {
-		t.Fatal(err)
-	}
+	_, cache := fp4Cache(t, c)
 	lg := fp4Logits(c, cache.Data)
 	if lg[0][0] != 0 || lg[0][1] != 6 {
 		t.Errorf("FP4 logits %v, want [0 6]", lg[0])
@@ -149,17 +157,9 @@ func TestFP4KeysRotatedBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, err := fp4Stage1(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1, cache := fp4Cache(t, c)
 	zfp4, err := normrope.ExactKeys(s1)
 	if err != nil {
-		t.Fatal(err)
-	}
-	o := s1.Outputs[0]
-	cache := difftest.MustTensor(o.Name, o.DType, o.Shape...)
-	if err := normrope.Compute(s1, cache); err != nil {
 		t.Fatal(err)
 	}
 	p := c.Params.(Params)

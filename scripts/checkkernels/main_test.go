@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // entry is one image of a hand-built fatbin.
@@ -135,9 +137,7 @@ func TestCheckKernels(t *testing.T) {
 			args := []string{fb}
 			rep := filepath.Join(dir, "ptxas.txt")
 			if tc.report != "" {
-				if err := os.WriteFile(rep, []byte(tc.report), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				texttest.WriteFile(t, rep, tc.report, 0o644)
 				args = append(args, "--report", rep)
 			}
 			var stdout, stderr bytes.Buffer

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 const (
@@ -32,10 +33,7 @@ func rec(kase, kernel, verdict, class, msg, impl, device string, kt int) string 
 
 func check(t *testing.T, lines []string, args ...string) (int, string) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "r.jsonl")
-	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := texttest.WriteFile(t, filepath.Join(t.TempDir(), "r.jsonl"), strings.Join(lines, "\n")+"\n", 0o644)
 	var out, errb bytes.Buffer
 	rc := run(append([]string{args[0], p}, args[1:]...), &out, &errb)
 	return rc, out.String() + errb.String()

@@ -8,8 +8,10 @@ package cli
 import (
 	"encoding/binary"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // quick runs the command line and fails when it takes more than 20 s or
@@ -41,9 +44,7 @@ func TestHostileInputsExit2(t *testing.T) {
 	nested := filepath.Join(dir, "nested.toml")
 	text := "[[case]]\nkernel = \"topk_transform\"\nfamily = \"gaussian\"\nname = \"x\"\n[case.params]\nK = " +
 		strings.Repeat("{a=", 10000) + "1" + strings.Repeat("}", 10000) + "\n"
-	if err := os.WriteFile(nested, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, nested, text, 0o644)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -152,10 +153,7 @@ func TestReplayOtherGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta[difftest.MetaGenerator] = "999"
-	var list []*difftest.Tensor
-	for _, tn := range tensors {
-		list = append(list, tn)
-	}
+	list := slices.Collect(maps.Values(tensors))
 	old := filepath.Join(dir, "gen999.safetensors")
 	if err := difftest.WriteSafetensors(old, list, meta); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // copyFile copies src to a new file in dir and returns its path.
@@ -40,10 +41,7 @@ func TestOutputsNeverReplaceInputsOrSpecialFiles(t *testing.T) {
 	suite := copyFile(t, small, dir)
 	suiteBytes, _ := os.ReadFile(suite)
 	fifo := boundtest.FIFO(t, filepath.Join(dir, "fifo"))
-	fatbin := filepath.Join(dir, "k.fatbin")
-	if err := os.WriteFile(fatbin, []byte("fatbin"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fatbin := texttest.WriteFile(t, filepath.Join(dir, "k.fatbin"), "fatbin", 0o644)
 	capDir := filepath.Join(dir, "caps")
 	if code, _, stderr := run(t, "run", "--impl", "mutant:topk-tie-hole", "--suite", suite, "--save-failures", capDir); code != 1 {
 		t.Fatalf("making a capture: exit %d: %s", code, stderr)
@@ -152,9 +150,7 @@ func editJSONL(t *testing.T, path string, edit func(n int, m map[string]any) boo
 			lines[n] = string(nb)
 		}
 	}
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, path, strings.Join(lines, "\n")+"\n", 0o644)
 }
 
 // Merge checks every case id against the suite the shards' header names:

@@ -15,6 +15,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/internal/junittest"
+	"github.com/kerneldiff/kerneldiff/internal/proctest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // blockImpl passes the reference's outputs for its first case and then
@@ -121,14 +123,8 @@ func TestInterruptExitCodeWins(t *testing.T) {
 func TestReportPathsAndUnstartablePrograms(t *testing.T) {
 	dir := t.TempDir()
 	same := filepath.Join(dir, "r.out")
-	plain := filepath.Join(dir, "plain.sh")
-	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	previous := filepath.Join(dir, "previous.xml")
-	if err := os.WriteFile(previous, []byte("previous run"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plain := texttest.WriteFile(t, filepath.Join(dir, "plain.sh"), "#!/bin/sh\n", 0o644)
+	previous := texttest.WriteFile(t, filepath.Join(dir, "previous.xml"), "previous run", 0o644)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -220,24 +216,13 @@ func TestProgForReplay(t *testing.T) {
 // left the group when the program ends; before, the group kill gets it.)
 func TestExecEscapedProcessIsReported(t *testing.T) {
 	dir := t.TempDir()
-	prog := filepath.Join(dir, "escape.sh")
-	pidfile := filepath.Join(dir, "pid")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\nsetsid sleep 1000 &\necho $! > '"+pidfile+"'\nsleep 0.2\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	prog, pidfile := proctest.EscapingProgram(t, dir)
 	jsonPath := filepath.Join(dir, "r.jsonl")
 	code, stdout, stderr := run(t, "run", "--impl", "exec:"+prog, "--suite", small, "--run", "gaussian", "--json", jsonPath)
 	if code != 1 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := proctest.ReadPid(t, pidfile)
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	if err := syscall.Kill(pid, 0); err == nil {
 		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {

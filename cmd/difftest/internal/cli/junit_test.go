@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // junitCheck reads a JUnit file with junitparser, an independent reader,
@@ -41,10 +43,7 @@ func TestJUnitReadByJunitparser(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	script := filepath.Join(dir, "check.py")
-	if err := os.WriteFile(script, []byte(junitCheck), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	script := texttest.WriteFile(t, filepath.Join(dir, "check.py"), junitCheck, 0o644)
 	out, err := exec.Command(python, script, xml).CombinedOutput()
 	if err != nil {
 		t.Fatalf("junitparser: %v\n%s", err, out)

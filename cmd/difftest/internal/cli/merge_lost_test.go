@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/internal/boundtest"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // shardFiles runs the small suite with --repeat 2 as a 2-way split and
@@ -35,9 +36,7 @@ func rewrite(t *testing.T, path string, f func(lines []string) []string) {
 		t.Fatal(err)
 	}
 	lines := f(strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"))
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, path, strings.Join(lines, "\n")+"\n", 0o644)
 }
 
 // TestMergeRefusesLostCases: the inputs, on real shard reports. A

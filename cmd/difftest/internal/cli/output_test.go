@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // TestNoMatchNamesGivenFlags: a run that selects nothing names the
@@ -47,9 +48,7 @@ func TestOneLineErrorsEscaped(t *testing.T) {
 func TestExecStderrEscapedInTable(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "hostile")
 	script := "#!/bin/sh\nprintf '\\033[2J\\033[Hall 19 passed\\n\\342\\200\\256' >&2\nexit 3\n"
-	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	texttest.WriteFile(t, prog, script, 0o755)
 	code, stdout, stderr := run(t, "run", "--impl", "exec:"+prog, "--suite", small, "--run", "gaussian")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, stdout, stderr)

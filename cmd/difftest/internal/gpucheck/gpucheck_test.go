@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // fakeDifftest stands in for the difftest binary the steps run. "info" prints a device; "list
@@ -115,9 +117,13 @@ esac
 
 // gpuCheck runs Check with steps on a fake bundle with env set, and
 // returns the table's rows by step ("result figures") and the exit status
-// the command gives (1 when a step failed).
+// the command gives (1 when a step failed). The fake tools are bash
+// scripts: without bash the test is skipped.
 func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int) {
 	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for the fake tools")
+	}
 	dist := t.TempDir()
 	bin := t.TempDir()
 	files := map[string]string{
@@ -133,9 +139,7 @@ func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		texttest.WriteFile(t, p, body, 0o755)
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -167,9 +171,6 @@ func gpuCheck(t *testing.T, steps string, env ...string) (map[string]string, int
 }
 
 func TestGPUCheckSanitizerVerdicts(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash for the fake tools")
-	}
 	tests := []struct {
 		name      string
 		env       []string
@@ -229,9 +230,6 @@ func TestGPUCheckSanitizerVerdicts(t *testing.T) {
 // Every memcheck run pads the allocations (the tool offers --padding);
 // racecheck runs do not.
 func TestGPUCheckControlCases(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash for the fake tools")
-	}
 	log := filepath.Join(t.TempDir(), "runs.txt")
 	slog := filepath.Join(t.TempDir(), "sanitizer.txt")
 	rows, rc := gpuCheck(t, "memcheck racecheck", "FAKE_DT_LOG="+log, "FAKE_SAN_LOG="+slog)
@@ -288,9 +286,6 @@ func TestGPUCheckControlCases(t *testing.T) {
 // The bench step: the row's figures from bench.json, and the bench table
 // after the steps table.
 func TestGPUCheckBench(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash for the fake tools")
-	}
 	rows, rc := gpuCheck(t, "bench")
 	if want := "ok 2 cases timed, copy bandwidth 4012.5 GB/s, % of floor 12.5 … 40 (median 40)"; rows["bench"] != want || rc != 0 {
 		t.Errorf("bench row %q (exit %d), want %q", rows["bench"], rc, want)
@@ -323,9 +318,6 @@ echo "hostdevice: 105 compared, 0 differ, rsqrt max 1 ULP over 65536 values"
 // host and device agree, fails naming the first differing value, and is
 // skipped without a GPU.
 func TestGPUCheckHostDevice(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash for the fake tools")
-	}
 	for _, tt := range []struct {
 		env, want string
 		rc        int

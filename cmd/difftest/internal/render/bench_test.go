@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -83,6 +84,13 @@ func series(n int, start, step time.Duration) []time.Duration {
 	return ts
 }
 
+// benchTable renders rep as bench's table (WriteBenchTable); an error is
+// fatal.
+func benchTable(t *testing.T, rep *bench.BenchReport) string {
+	t.Helper()
+	return texttest.Render(t, func(w io.Writer) error { return WriteBenchTable(w, rep) })
+}
+
 func TestBenchOneBuild(t *testing.T) {
 	im := &timedFake{name: "cuda", times: [][]time.Duration{series(20, 10*time.Microsecond, 100*time.Nanosecond)}}
 	rep, err := bench.Bench(context.Background(), bench.BenchConfig{Suite: "t", Items: fakeItems(t), Impl: im, ImplName: "cuda", Warmup: 3, Runs: 20})
@@ -113,11 +121,7 @@ func TestBenchOneBuild(t *testing.T) {
 	if want := 100 * (156 / 100e9) / 10.95e-6; math.Abs(r.Builds[0].PctOfFloor-want) > 1e-12 {
 		t.Errorf("%% of floor %v, want %v", r.Builds[0].PctOfFloor, want)
 	}
-	var b strings.Builder
-	if err := WriteBenchTable(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := benchTable(t, rep)
 	texttest.Contains(t, "table", out,
 		"bench: suite t, impl cuda, device Fake GPU (sm_90), cold L2: 2.0 MiB written before each run (L2 1.0 MiB), CUDA events, 3 warm-up + 20 timed runs",
 		"copy bandwidth: 100.0 GB/s (cuMemcpyDtoD of 1.0 MiB",
@@ -164,10 +168,8 @@ func TestBenchBaseline(t *testing.T) {
 			if got := rep.Slowdowns(1.05); len(got) != 0 {
 				t.Errorf("slowdowns %v", got)
 			}
-			var b strings.Builder
-			WriteBenchTable(&b, rep)
 			row := ""
-			for _, l := range strings.Split(b.String(), "\n") {
+			for _, l := range strings.Split(benchTable(t, rep), "\n") {
 				if strings.HasPrefix(l, "fake_scatter/ramp-n8") {
 					row = l
 				}
@@ -218,11 +220,7 @@ func TestBenchChecks(t *testing.T) {
 	if !r.Failed() || r.Builds[0].Class != difftest.Nondeterministic || !strings.Contains(r.Builds[0].Message, "timed launches (input copy 0): differ from the checked run's outputs: y byte 28") {
 		t.Errorf("timed outputs differ: %+v", r.Builds[0])
 	}
-	var b strings.Builder
-	WriteBenchTable(&b, rep)
-	if !strings.Contains(b.String(), "failures:\n  fake_scatter/ramp-n8 [cuda]: nondeterministic: timed launches") || !strings.Contains(b.String(), "1 failed their checks") {
-		t.Errorf("table:\n%s", b.String())
-	}
+	texttest.Contains(t, "table", benchTable(t, rep), "failures:\n  fake_scatter/ramp-n8 [cuda]: nondeterministic: timed launches", "1 failed their checks")
 	stray := &timedFake{name: "cuda", times: [][]time.Duration{ts}, faults: []string{"write-negative"}}
 	rep, _ = bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: stray, ImplName: "cuda", Runs: 20})
 	if r := rep.Results[0].Builds[0]; r.Class != difftest.Guard || !strings.Contains(r.Message, "cache: byte 28 is outside what the contract writes") {
@@ -267,11 +265,7 @@ func TestBenchByRuns(t *testing.T) {
 	if rep.Method.Timer != "impl-reported" || r.Comparison == nil || r.Builds[0].Stats.N != 3 {
 		t.Fatalf("result %+v", r)
 	}
-	var tb strings.Builder
-	WriteBenchTable(&tb, rep)
-	if !strings.Contains(tb.String(), "times the implementation reports (L2 not controlled)") {
-		t.Errorf("table:\n%s", tb.String())
-	}
+	texttest.Contains(t, "table", benchTable(t, rep), "times the implementation reports (L2 not controlled)")
 	var none []string
 	quiet := &selfReported{name: "Q", log: &none}
 	_, err = bench.Bench(context.Background(), bench.BenchConfig{Items: fakeItems(t)[:1], Impl: quiet, ImplName: "exec:q", Runs: 3})

@@ -1,17 +1,17 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 // TestRunDiagnosis: Run with Config.Diagnose writes the diagnosis into the
@@ -49,28 +49,13 @@ func TestRunDiagnosis(t *testing.T) {
 		t.Fatalf("diagnosis %v %q", r.Diagnosis, r.DiagnosisNote)
 	}
 	line := "behaves like fake-off-by-one: the last element is one too large"
-	var tbl bytes.Buffer
-	if err := WriteTable(&tbl, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(tbl.String(), "\n  "+line+"\n") {
-		t.Errorf("table has no %q:\n%s", line, tbl.String())
-	}
-	var jl bytes.Buffer
-	if err := report.NewJSONLWriter(&jl).Record(r); err != nil {
-		t.Fatal(err)
-	}
+	texttest.Contains(t, "table", texttest.Render(t, func(w io.Writer) error { return WriteTable(w, rep) }), "\n  "+line+"\n")
+	jl := texttest.Render(t, func(w io.Writer) error { return report.NewJSONLWriter(w).Record(r) })
 	var back struct {
 		Diagnosis []string `json:"diagnosis"`
 	}
-	if err := json.Unmarshal(jl.Bytes(), &back); err != nil || !slices.Equal(back.Diagnosis, []string{"fake-off-by-one"}) {
-		t.Errorf("JSON line %s: %v", jl.String(), err)
+	if err := json.Unmarshal([]byte(jl), &back); err != nil || !slices.Equal(back.Diagnosis, []string{"fake-off-by-one"}) {
+		t.Errorf("JSON line %s: %v", jl, err)
 	}
-	var ju bytes.Buffer
-	if err := report.WriteJUnit(&ju, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(ju.String(), line) {
-		t.Errorf("JUnit has no %q:\n%s", line, ju.String())
-	}
+	texttest.Contains(t, "JUnit", texttest.Render(t, func(w io.Writer) error { return report.WriteJUnit(w, rep) }), line)
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"html/template"
+	"io"
 	"reflect"
 	"regexp"
 	"strings"
@@ -37,6 +38,12 @@ func TestDecadeAndIntegerBins(t *testing.T) {
 	}
 }
 
+// renderHTML renders r as the HTML report (WriteHTML); an error is fatal.
+func renderHTML(t *testing.T, r *HTMLReport) string {
+	t.Helper()
+	return texttest.Render(t, func(w io.Writer) error { return WriteHTML(w, r) })
+}
+
 func TestWriteHTML(t *testing.T) {
 	evil := `<script>alert("x")</script>`
 	run := &report.Report{
@@ -59,14 +66,9 @@ func TestWriteHTML(t *testing.T) {
 				{Name: "old.fatbin", Verdict: difftest.VerdictPass, Stats: &stats.Stats{N: 6, Median: 10 * time.Microsecond, MedianLo: 9 * time.Microsecond, MedianHi: 11 * time.Microsecond}}},
 			Comparison: &stats.Comparison{Ratio: 0.9, Lo: 0.85, Hi: 0.95, HasCI: true, P: 0.002, Significant: true, NBase: 6, NNew: 6}}},
 		Geomean: 0.9}
-	var b strings.Builder
-	err := WriteHTML(&b, &HTMLReport{Title: "nightly", Runs: []*report.Report{run}, Benches: []*bench.BenchReport{br},
+	page := renderHTML(t, &HTMLReport{Title: "nightly", Runs: []*report.Report{run}, Benches: []*bench.BenchReport{br},
 		Figures:   []Figure{{Name: "needle.svg", MIME: "image/svg+xml", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`)}},
 		Generated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
 	texttest.Contains(t, "page", page,
 		"<title>nightly</title>", "generated 2026-01-02 03:04:05 UTC", "emulated: the CPU emulator",
 		"2 passed, 1 failed (mismatch 1) in 2.00s", "Failures (1 case, 1 cause)", "[1]</span> <b>1 case · mismatch</b>", "<code>norm_rope_store/b</code> seed 7",
@@ -110,11 +112,7 @@ func TestWriteHTMLServeRun(t *testing.T) {
 			Properties: map[string]string{difftest.PropDevice: "cpu (x86_64)", difftest.PropImplVersion: "kerneldiff-py 0.3 (python 3.11.2, numpy 2.2.6, torch 2.9.1)"}},
 		Records: manyOfOneCause(),
 	}
-	var b strings.Builder
-	if err := WriteHTML(&b, &HTMLReport{Runs: []*report.Report{run}}); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
+	page := renderHTML(t, &HTMLReport{Runs: []*report.Report{run}})
 	texttest.Contains(t, "page", page,
 		"<tr><th>device</th><td>cpu (x86_64)</td></tr>",
 		"<tr><th>implementation</th><td><code>kerneldiff-py 0.3 (python 3.11.2, numpy 2.2.6, torch 2.9.1)</code></td></tr>",

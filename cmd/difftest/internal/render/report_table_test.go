@@ -1,8 +1,8 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +19,9 @@ func tableOf(t *testing.T, recs ...*difftest.Record) string {
 	for _, r := range recs {
 		sum.Add(r)
 	}
-	var b bytes.Buffer
-	if err := WriteTable(&b, &report.Report{Header: difftest.Header{Suite: "quick", Seed: 1}, Records: recs, Summary: sum}); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return texttest.Render(t, func(w io.Writer) error {
+		return WriteTable(w, &report.Report{Header: difftest.Header{Suite: "quick", Seed: 1}, Records: recs, Summary: sum})
+	})
 }
 
 func passRec(id string, seed uint64) *difftest.Record {

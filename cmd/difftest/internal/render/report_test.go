@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +13,8 @@ import (
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
 	"github.com/kerneldiff/kerneldiff/internal/fakekernel"
+	"github.com/kerneldiff/kerneldiff/internal/golden"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/report")
@@ -56,40 +58,18 @@ func sampleReport() *report.Report {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
+// reportGolden compares got with testdata/report/NAME (golden.Check).
+func reportGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "report", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (review, then go test -update):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "report", name), got, *update, "review the change, then go test -update")
 }
 
 func TestTableGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteTable(&b, sampleReport()); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "table.golden", b.Bytes())
+	reportGolden(t, "table.golden", texttest.Render(t, func(w io.Writer) error { return WriteTable(w, sampleReport()) }))
 }
 
 func TestJUnitGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := report.WriteJUnit(&b, sampleReport()); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "junit.golden.xml", b.Bytes())
+	reportGolden(t, "junit.golden.xml", texttest.Render(t, func(w io.Writer) error { return report.WriteJUnit(w, sampleReport()) }))
 }
 
 func TestSummaryLine(t *testing.T) {

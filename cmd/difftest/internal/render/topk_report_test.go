@@ -1,13 +1,14 @@
 package render
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"testing"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/report"
+	"github.com/kerneldiff/kerneldiff/internal/texttest"
 	"github.com/kerneldiff/kerneldiff/kernels/topk"
 )
 
@@ -52,13 +53,10 @@ func TestReportDetails(t *testing.T) {
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("Run: %v, %d records", err, len(recs))
 			}
-			var buf bytes.Buffer
-			if err := WriteTable(&buf, &report.Report{Records: recs, Summary: &sum}); err != nil {
-				t.Fatal(err)
-			}
+			table := texttest.Render(t, func(w io.Writer) error { return WriteTable(w, &report.Report{Records: recs, Summary: &sum}) })
 			for _, re := range []string{tt.key, tt.worst} {
-				if !regexp.MustCompile(re).Match(buf.Bytes()) {
-					t.Errorf("%s: table lacks %s:\n%s", tt.reason, re, buf.String())
+				if !regexp.MustCompile(re).MatchString(table) {
+					t.Errorf("%s: table lacks %s:\n%s", tt.reason, re, table)
 				}
 			}
 		})
