@@ -6,6 +6,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/difftest"
 	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
+	"github.com/kerneldiff/kerneldiff/difftest/suite"
 )
 
 // TestSuiteEntryRoundTrip: a generated case with holes, NaN row padding
@@ -16,6 +17,45 @@ func TestSuiteEntryRoundTrip(t *testing.T) {
 	c := genCase(t, "gaussian", map[string]any{"preset": "v32", "N": int64(5), "P": int64(2), "x_stride": int64(130), "max_pos": int64(7)})
 	kerneltest.SuiteEntry(t, Kernel{}, c, "g-shrunk",
 		`family = "literal"`, `norm = "layer"`, "eps = 1e-06\n", "N = 5\n", "x_stride = 130\n", "max_pos = 7\n", "7fc0*2")
+}
+
+// TestDeclaredIntermediateKept: a declared intermediate precision reaches
+// every form a failing case is reproduced or reported from (the bound
+// follows it, so losing it would change the verdict of the reproduction):
+// the suite entry a shrink writes carries the line and draws the case
+// back with the same Params, a capture's params JSON (which replay and the
+// JSON Lines report carry) holds it and FromTensors reads it back. The
+// inputs digest that triage.SuiteEntry checks does not cover params.
+// Params print with %#v here: Params.String (a one-line summary for
+// messages; its one use outside tests is Check's preset-label error, and
+// MatchPreset ignores intermediate) leaves intermediate out.
+func TestDeclaredIntermediateKept(t *testing.T) {
+	for _, im := range []string{IntermediateBF16, IntermediateBF16Once} {
+		c := genCase(t, "gaussian", map[string]any{"preset": "v32", "N": int64(3), "P": int64(2), "max_pos": int64(7), "intermediate": im})
+		p := c.Params.(Params)
+		if p.Intermediate != im {
+			t.Fatalf("intermediate %s drawn as %q", im, p.Intermediate)
+		}
+		entry := kerneltest.SuiteEntry(t, Kernel{}, c, "kept", "\nintermediate = \""+im+"\"\n")
+		cases, err := suite.ParseSuite("kept.toml", []byte(entry))
+		if err != nil || len(cases) != 1 {
+			t.Fatalf("ParseSuite: %d cases, %v", len(cases), err)
+		}
+		_, back, err := difftest.GenerateCase(difftest.Item{Seed: c.Seed, SuiteCase: cases[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Params.(Params); got != p {
+			t.Errorf("intermediate %s: the suite entry draws params %#v, want %#v", im, got, p)
+		}
+		raw, _ := kerneltest.Captured(t, c)
+		if want := `"intermediate":"` + im + `"`; !strings.Contains(string(raw), want) {
+			t.Errorf("intermediate %s: capture params %s have no %s", im, raw, want)
+		}
+		if got := kerneltest.RoundTrip(t, Kernel{}, c).Params.(Params); got != p {
+			t.Errorf("intermediate %s: the capture rebuilds params %#v, want %#v", im, got, p)
+		}
+	}
 }
 
 // TestLiteralErrors: malformed lists, lists of the wrong length and
