@@ -229,7 +229,9 @@ func (p Params) PageBytes() int { return PageBytes(p.Store, p.PageSize) }
 // NumSlots returns num_pages·P, the number of token slots in the cache.
 func (p Params) NumSlots() int { return p.NumPages * p.PageSize }
 
-// String renders the configuration in one line, for messages.
+// String renders the configuration in one line, for messages: every field
+// that tells two configurations apart, model, intermediate and stages only
+// where set (the preset-mismatch error names what differs through it).
 func (p Params) String() string {
 	h := "off"
 	if p.Hadamard {
@@ -240,6 +242,12 @@ func (p Params) String() string {
 		s += "/" + p.ScaleFmt
 	}
 	s += fmt.Sprintf(" P=%d pages=%d eps=%g", p.PageSize, p.NumPages, p.Eps)
+	if p.Model != "" {
+		s += " model=" + p.Model
+	}
+	if p.Intermediate != "" {
+		s += " intermediate=" + p.Intermediate
+	}
 	if p.Stages != "" {
 		s += " stages=" + p.Stages
 	}

@@ -70,8 +70,13 @@ func TestValidate(t *testing.T) {
 		{"bf16 store with ue8m0", setParams(func(p *Params) { p.Store, p.ScaleFmt = StoreBF16, ScaleUE8M0 }), `scale_fmt: must be "plain" with store "bf16" (the BF16 store has no scale; "ue8m0" applies to the FP8 store only), got "ue8m0"`},
 		{"eps subnormal", setParams(func(p *Params) { p.Eps = 1e-40 }), "eps: must be a normal f32 value in [2^-126, 3.4028235e+38] (the kernel's type), got 1e-40 (as f32: 1e-40)"},
 		{"preset label on another configuration", setParams(func(p *Params) { p.Preset = PresetV4; p.RopeOffset = 0; p.RopeStyle = StyleNeox }),
-			`preset: "v4" does not match the configuration (norm=rms rope=neox@0 hadamard=on store=fp8/plain P=2 pages=2 eps=1e-06); the preset label is set only when every switch, eps and model equal the preset's (this one equals no preset)`},
+			`preset: "v4" does not match the configuration (norm=rms rope=neox@0 hadamard=on store=fp8/plain P=2 pages=2 eps=1e-06 model=v4); the preset label is set only when every switch, eps and model equal the preset's (this one equals no preset)`},
 		{"unknown preset label", setParams(func(p *Params) { p.Preset = "v5" }), `preset: unknown preset "v5"`},
+		{"preset label on another model", setParams(func(p *Params) {
+			p.Preset, p.Norm, p.RopeStyle, p.RopeOffset, p.Model = PresetV4, NormRMS, StyleInterleaved, 64, ModelV32
+		}),
+			`preset: "v4" does not match the configuration (norm=rms rope=interleaved@64 hadamard=on store=fp8/plain P=2 pages=2 eps=1e-06 model=v32)`},
+
 		// freqs rows a token reads must be finite; position 2 is unread.
 		{"freqs NaN at a used row", func(c *difftest.Case) { c.Inputs[3].SetU32(4*RopeDim+7, 0x7FC00000) }, "freqs[4][7]: must be finite in every row a token reads (positions[2] = 4), got NaN"},
 		{"freqs inf at a used row", func(c *difftest.Case) { c.Inputs[3].SetF32(1*RopeDim, float32(math.Inf(-1))) }, "freqs[1][0]: must be finite in every row a token reads (positions[1] = 1), got -Inf"},
