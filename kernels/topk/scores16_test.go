@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/kerneltest"
 	"github.com/kerneldiff/kerneldiff/difftest/numeric"
 	"github.com/kerneldiff/kerneldiff/difftest/rng"
 	"github.com/kerneldiff/kerneldiff/difftest/triage"
@@ -119,15 +120,8 @@ func TestMutants16Hand(t *testing.T) {
 		{"topk16-one-pass", ScoreF16, []uint16{0x3C00, 0x3D00}, 1, 1},          // different high digits
 		{"topk16-raw-bits", ScoreBF16, []uint16{0xFFC0, 0x7F80, 0x0000}, 0, 1}, // −NaN above +inf
 	}
-	byName := map[string]difftest.Mutant{}
-	for _, m := range Mutants() {
-		byName[m.Name] = m
-	}
 	for _, tc := range cases {
-		m, ok := byName[tc.mutant]
-		if !ok {
-			t.Fatalf("no mutant %s", tc.mutant)
-		}
+		m := kerneltest.Mutant(t, Kernel{}, tc.mutant)
 		c := handCase16(t, tc.dtype, 1, tc.row)
 		want := runRef(t, c)
 		if w := want[1].I32(0); w != tc.wanted {
@@ -346,15 +340,7 @@ func TestKey16OfOrder(t *testing.T) {
 // the diagnosis names the variant.
 func TestVariantNaNNeverSelected(t *testing.T) {
 	row := []uint16{0x7FC0, 0x4040, 0x4000, 0x3F80, 0xFFC0, 0x7FC1}
-	var run func(*difftest.Case, []*difftest.Tensor) error
-	for _, v := range Variants() {
-		if v.Name == VariantNaNNeverSelected {
-			run = v.Run
-		}
-	}
-	if run == nil {
-		t.Fatalf("no variant %s", VariantNaNNeverSelected)
-	}
+	run := variantByName(t, VariantNaNNeverSelected).Run
 	for _, tc := range []struct {
 		K         int
 		want, ref []int32
