@@ -215,7 +215,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, l[0], l[1])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "exit codes: 0 all passed, 1 a case failed, 2 usage or input file error, 125 nothing could be tested,")
+	fmt.Fprintln(w, "exit codes: 0 all passed, 1 a case failed, 2 usage or input file error, 3 internal error (a bug in difftest), 125 nothing could be tested,")
 	fmt.Fprintln(w, "128+N stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after reporting the finished cases")
 }
 

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // TestHelp checks every command's --help: exit 0, the usage on stderr
@@ -62,5 +65,20 @@ func TestTopLevelUsage(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "families") {
 		t.Errorf("help does not mention list families:\n%s", stdout)
+	}
+}
+
+// TestUsageExitCodes checks that `difftest help` names every exit code
+// difftest returns (the README's table lists the same ones); it lacked 3,
+// the internal error.
+func TestUsageExitCodes(t *testing.T) {
+	_, stdout, _ := run(t, "help")
+	for _, code := range []int{difftest.ExitPass, difftest.ExitFail, difftest.ExitUsage, difftest.ExitInternal, difftest.ExitUntestable} {
+		if !strings.Contains(stdout, fmt.Sprintf(" %d ", code)) {
+			t.Errorf("help does not name exit code %d:\n%s", code, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "128+N stopped by signal N") {
+		t.Errorf("help does not name the signal exit codes:\n%s", stdout)
 	}
 }
