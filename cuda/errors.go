@@ -122,6 +122,9 @@ type CUDAError struct {
 	Desc string // cuGetErrorString's text; may be empty
 }
 
+// Error returns "CALL: NAME (CODE): DESC", e.g. "cuMemAlloc_v2:
+// CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"; CALL and DESC are left out
+// where empty.
 func (e *CUDAError) Error() string {
 	name := e.Name
 	if name == "" {

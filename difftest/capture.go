@@ -54,6 +54,7 @@ type CaptureError struct {
 	Err    error  // underlying error (an *InputError, an *os.PathError), or nil
 }
 
+// Error returns "capture PATH: " and Detail, on one line.
 func (e *CaptureError) Error() string {
 	return CaptureOneLine("capture " + e.Path + ": " + e.Detail())
 }

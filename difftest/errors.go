@@ -22,6 +22,7 @@ type InputError struct {
 	Rule   string // the rule and the offending value
 }
 
+// Error returns "invalid input: TENSOR[INDEX]: RULE".
 func (e *InputError) Error() string {
 	return fmt.Sprintf("%s: %s%s: %s", ErrInvalidInput, e.Tensor, e.Index, e.Rule)
 }

@@ -296,6 +296,7 @@ type RunError struct {
 	Lost bool
 }
 
+// Error returns "CLASS: MSG".
 func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }
 
 // Impl runs a kernel on a case. Implementations: "reference",

@@ -27,7 +27,10 @@ type CopyParams struct {
 
 func init() { difftest.RegisterKernel(CopyKernel{}) }
 
-func (CopyKernel) Name() string       { return "copy_kernel" }
+// Name returns "copy_kernel".
+func (CopyKernel) Name() string { return "copy_kernel" }
+
+// Families returns copy_kernel's one family, "ramp".
 func (CopyKernel) Families() []string { return []string{"ramp"} }
 
 func (k CopyKernel) outputs(p CopyParams) []difftest.OutputSpec {
@@ -58,12 +61,13 @@ func (k CopyKernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest
 		Params: p, Inputs: []*difftest.Tensor{x}, Outputs: k.outputs(p)}, nil
 }
 
+// FromTensors rebuilds a captured case: params is CopyParams' JSON
+// (difftest.DecodeStrict), tensors must hold x as F32 [rows, cols].
+// Errors name the parameter or the tensor and the rule.
 func (k CopyKernel) FromTensors(id string, params json.RawMessage, tensors map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p CopyParams
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("params: %v", err)
+	if err := difftest.DecodeStrict(params, &p); err != nil {
+		return nil, fmt.Errorf("params: %w", err)
 	}
 	x := tensors["x"]
 	if x == nil {
@@ -80,6 +84,8 @@ func (k CopyKernel) FromTensors(id string, params json.RawMessage, tensors map[s
 	return &difftest.Case{ID: id, Kernel: k.Name(), Params: p, Inputs: []*difftest.Tensor{x.Clone()}, Outputs: k.outputs(p)}, nil
 }
 
+// Validate checks that every element of x is finite; the error names the
+// first one that is not, as x[row][col].
 func (CopyKernel) Validate(c *difftest.Case) error {
 	x := c.Input("x")
 	cols := c.Params.(CopyParams).Cols
@@ -91,6 +97,8 @@ func (CopyKernel) Validate(c *difftest.Case) error {
 	return nil
 }
 
+// Reference copies x into outs[0] (y) and writes byte(stamp+i) into
+// bytes [0, cols) of outs[1] (cache), leaving the rest of it as it is.
 func (CopyKernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
 	copy(outs[0].Data, c.Input("x").Data)
 	stamp := c.Params.(CopyParams).Stamp
@@ -100,10 +108,13 @@ func (CopyKernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error {
 	return nil
 }
 
+// Written reports all of y and the first half of cache as written.
 func (CopyKernel) Written(c *difftest.Case) [][]difftest.Range {
 	return [][]difftest.Range{{{Off: 0, Len: c.Outputs[0].Bytes()}}, {{Off: 0, Len: c.Outputs[1].Bytes() / 2}}}
 }
 
+// Equivalent reports whether two runs wrote the same bytes into every
+// output; the error names the first output that differs.
 func (CopyKernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 	for i := range a {
 		if !bytes.Equal(a[i].Data, b[i].Data) {
@@ -128,6 +139,8 @@ func (CopyKernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest
 	return difftest.Result{}
 }
 
+// Mutants returns none: copy_kernel's tests bring their own faulty
+// programs.
 func (CopyKernel) Mutants() []difftest.Mutant { return nil }
 
 // CopyCase draws the copy_kernel case of rows × cols (stamp 11, seed

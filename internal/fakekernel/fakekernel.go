@@ -31,7 +31,12 @@ const Name = "fake_scatter"
 
 func init() { difftest.RegisterKernel(Kernel{}) }
 
-func (Kernel) Name() string       { return Name }
+// Name returns Name, "fake_scatter".
+func (Kernel) Name() string { return Name }
+
+// Families returns fake_scatter's families: "ramp" (x[i] = i+1 to slot i,
+// the last token −1) and "random" (random values to a random permutation
+// of the slots, about one token in four −1).
 func (Kernel) Families() []string { return []string{"ramp", "random"} }
 
 // Outputs returns the output specs of a case: y i32[n], cache u8[4·slots] (InOut).
@@ -56,6 +61,9 @@ func NewCase(name string, x []int32, loc []int64, slots int) *difftest.Case {
 	return &difftest.Case{ID: Name + "/" + name, Kernel: Name, Family: "ramp", Params: p, Inputs: []*difftest.Tensor{xt, lt}, Outputs: Outputs(p)}
 }
 
+// NewCase draws a case of spec's family with the params n (default 8),
+// slots (default n) and invalid (an out_loc past the cache, to test
+// rejection); n and slots must lie in [0, 2^20].
 func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case, error) {
 	pr := difftest.NewParams(spec.ID(), spec.Params)
 	n := pr.Int("n", 8)
@@ -97,6 +105,8 @@ func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case,
 	return c, nil
 }
 
+// FromTensors rebuilds a captured case: params is Params' JSON, ts must
+// hold x I32 [n] and out_loc I64 [n]. Errors name the tensor and the rule.
 func (Kernel) FromTensors(id string, params json.RawMessage, ts map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
 	if err := json.Unmarshal(params, &p); err != nil {
@@ -117,6 +127,8 @@ func (Kernel) FromTensors(id string, params json.RawMessage, ts map[string]*diff
 	return &difftest.Case{ID: id, Kernel: Name, Params: p, Inputs: []*difftest.Tensor{ts["x"], ts["out_loc"]}, Outputs: Outputs(p)}, nil
 }
 
+// Validate checks that every out_loc is −1 or a slot in [0, slots), and
+// that no slot is named twice; the error names the first bad index.
 func (Kernel) Validate(c *difftest.Case) error {
 	p := c.Params.(Params)
 	x, loc := c.Input("x"), c.Input("out_loc")
@@ -164,8 +176,11 @@ func Run(c *difftest.Case, outs []*difftest.Tensor, fault string) error {
 	return nil
 }
 
+// Reference is Run without a fault.
 func (Kernel) Reference(c *difftest.Case, outs []*difftest.Tensor) error { return Run(c, outs, "") }
 
+// Written reports all of y, and in cache the 4 bytes of every slot an
+// out_loc ≥ 0 names.
 func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
 	p := c.Params.(Params)
 	loc := c.Input("out_loc")
@@ -178,6 +193,8 @@ func (Kernel) Written(c *difftest.Case) [][]difftest.Range {
 	return [][]difftest.Range{{{Off: 0, Len: 4 * p.N}}, cache}
 }
 
+// Equivalent reports whether two runs wrote the same written bytes
+// (Written); the error names the first byte that differs.
 func (k Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 	for o, rs := range k.Written(c) {
 		for _, r := range rs {
@@ -191,6 +208,9 @@ func (k Kernel) Equivalent(c *difftest.Case, a, b []*difftest.Tensor) error {
 	return nil
 }
 
+// Check compares the written 4-byte words exactly. A mismatch names the
+// first differing word; metrics mismatches and mismatch_fraction count
+// them over every written word.
 func (k Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	var res difftest.Result
 	bad, total := 0, 0
@@ -214,6 +234,8 @@ func (k Kernel) Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.R
 	return res
 }
 
+// Mutants returns the three faults of Run as fake-off-by-one,
+// fake-skip-last and fake-write-negative.
 func (Kernel) Mutants() []difftest.Mutant {
 	m := func(name, fault string) difftest.Mutant {
 		return difftest.Mutant{Name: "fake-" + name, Fault: fault, Run: func(c *difftest.Case, outs []*difftest.Tensor) error { return Run(c, outs, name) }}

@@ -30,12 +30,27 @@ func Run(t testing.TB, f func(tb testing.TB)) *Recorder {
 	return r
 }
 
-func (r *Recorder) Helper()                   {}
-func (r *Recorder) Log(...any)                {}
-func (r *Recorder) Logf(string, ...any)       {}
-func (r *Recorder) Error(a ...any)            { r.Errs = append(r.Errs, fmt.Sprint(a...)) }
+// Helper does nothing: a Recorder reports no lines.
+func (r *Recorder) Helper() {}
+
+// Log drops its arguments.
+func (r *Recorder) Log(...any) {}
+
+// Logf drops its arguments.
+func (r *Recorder) Logf(string, ...any) {}
+
+// Error records the message in Errs and lets the run go on.
+func (r *Recorder) Error(a ...any) { r.Errs = append(r.Errs, fmt.Sprint(a...)) }
+
+// Errorf records the formatted message in Errs and lets the run go on.
 func (r *Recorder) Errorf(f string, a ...any) { r.Errs = append(r.Errs, fmt.Sprintf(f, a...)) }
-func (r *Recorder) Fatal(a ...any)            { r.fail(fmt.Sprint(a...)) }
+
+// Fatal records the message in Errs, sets Stopped and ends the run's
+// goroutine.
+func (r *Recorder) Fatal(a ...any) { r.fail(fmt.Sprint(a...)) }
+
+// Fatalf records the formatted message in Errs, sets Stopped and ends the
+// run's goroutine.
 func (r *Recorder) Fatalf(f string, a ...any) { r.fail(fmt.Sprintf(f, a...)) }
 
 func (r *Recorder) fail(msg string) {

@@ -51,6 +51,8 @@ class OutputSpec:
 
     @property
     def nbytes(self) -> int:
+        """Size of the output in bytes: the product of `shape` times the
+        dtype's item size (``itemsize``)."""
         from .dtypes import itemsize
 
         return math.prod(self.shape) * itemsize(self.dtype)
