@@ -133,9 +133,20 @@ func jsonPath(into reflect.Type, path string) (string, reflect.Type) {
 
 // fieldOf returns the type of the field of struct type t that
 // encoding/json names step (its JSON key, or the Go name of an embedded
-// struct, which embedded reports), looking through embedded structs as
-// encoding/json does; nil when there is none.
+// struct, which embedded reports), looking through embedded structs and
+// matching keys as encoding/json does (an exact match first, then one
+// that differs only in case); nil when there is none.
 func fieldOf(t reflect.Type, step string) (ft reflect.Type, embedded bool) {
+	for _, same := range []func(a, b string) bool{func(a, b string) bool { return a == b }, strings.EqualFold} {
+		if ft, embedded := fieldMatching(t, step, same); ft != nil {
+			return ft, embedded
+		}
+	}
+	return nil, false
+}
+
+// fieldMatching is fieldOf with keys compared by same.
+func fieldMatching(t reflect.Type, step string, same func(a, b string) bool) (ft reflect.Type, embedded bool) {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil, false
 	}
@@ -145,13 +156,16 @@ func fieldOf(t reflect.Type, step string) (ft reflect.Type, embedded bool) {
 		if f.Anonymous && name == "" && f.Name == step {
 			return f.Type, true
 		}
-		if name == step || (name == "" && !f.Anonymous && f.Name == step) {
+		if name == "" && !f.Anonymous {
+			name = f.Name
+		}
+		if name != "" && same(name, step) {
 			return f.Type, false
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
 		if f := t.Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct {
-			if ft, _ := fieldOf(f.Type, step); ft != nil {
+			if ft, _ := fieldMatching(f.Type, step, same); ft != nil {
 				return ft, false
 			}
 		}

@@ -94,6 +94,7 @@ func TestDecodeStrictErrors(t *testing.T) {
 		{`{"eps": false}`, `param "eps": must be a number, got a boolean`},
 		{`{"K": 8, "eps": "tiny"}`, `param "eps": must be a number, got the string "tiny"`},
 		{`{"rate": "fast"}`, `param "rate": must be a number, got the string "fast"`},
+		{`{"epS": ""}`, `param "epS": must be a number, got the string ""`}, // encoding/json matches keys in any case
 		{`[1]`, `params must be a JSON object, got an array`},
 		{`"K"`, `params must be a JSON object, got a string`},
 		{`{"Kk": 1}`, `unknown field "Kk"`},
@@ -113,4 +114,25 @@ func TestDecodeStrictErrors(t *testing.T) {
 		p.K != 8 || len(p.Needles) != 2 || p.Code != 255 || p.Off != -2147483648 || p.Sub.A != 65535 || p.Eps != "1e-6" {
 		t.Errorf("valid params: %+v, %v", p, err)
 	}
+}
+
+// FuzzDecodeStrict: no params make DecodeStrict panic, and its errors
+// never speak Go (a Go type or struct name, encoding/json's "json: "
+// prefix, "unmarshal").
+func FuzzDecodeStrict(f *testing.F) {
+	for _, s := range []string{`{"K": "8"}`, `{"needles": [1, "x"]}`, `{"sub": {"a": 70000}}`, `{"eps": "tiny"}`, `[1]`, `{"K": 8`, ``, `{"Kk": 1}`, `{"margins": [[1]]}`, `{"sub": [1]}`, `{"sub": {"b": 1}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var p decodeOuter
+		err := DecodeStrict(raw, &p)
+		if err == nil {
+			return
+		}
+		for _, goish := range []string{"json: ", "Go struct", "Go value", "unmarshal", "decodeOuter", "decodeInner"} {
+			if strings.Contains(err.Error(), goish) {
+				t.Errorf("DecodeStrict(%q): %v (speaks Go: %q)", raw, err, goish)
+			}
+		}
+	})
 }
