@@ -73,30 +73,34 @@ func paramsJSONError(raw []byte, into reflect.Type, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("params end inside a JSON value (cut short?)")
 	}
-	if key, want, got, ok := badValue(raw, into); ok {
-		return fmt.Errorf("param %q: must be %s, got %s", key, jsonWant(want), got)
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.HasPrefix(msg, "unknown field ") {
+		return errors.New(msg)
 	}
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	if key, got, ok := badNumber(raw, into); ok {
+		return fmt.Errorf("param %q: must be %s, got %s", key, jsonWant(jsonNumberType), got)
+	}
+	return errors.New(msg)
 }
 
-// badValue finds, for an error encoding/json gives without a field (a
-// json.Number field holding a string that is not a number), the first
-// top-level key of raw whose value alone does not decode into its field:
-// the key, the field's type and the value as written (at most 40 bytes).
-func badValue(raw []byte, into reflect.Type) (key string, want reflect.Type, got string, ok bool) {
+// badNumber finds what encoding/json reports without a field: a
+// json.Number field holding a string that is not a number. It returns the
+// first top-level key of raw whose field is a json.Number and whose value
+// does not decode into it, with the value as written (at most 40 bytes).
+func badNumber(raw []byte, into reflect.Type) (key, got string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", nil, "", false
+		return "", "", false
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		k, isKey := t.(string)
 		var v json.RawMessage
 		if err != nil || !isKey || dec.Decode(&v) != nil {
-			return "", nil, "", false
+			return "", "", false
 		}
 		path, ft := jsonPath(into, k)
-		if ft == nil || json.Unmarshal(v, reflect.New(ft).Interface()) == nil {
+		if ft != jsonNumberType || json.Unmarshal(v, new(json.Number)) == nil {
 			continue
 		}
 		got = string(v)
@@ -106,9 +110,9 @@ func badValue(raw []byte, into reflect.Type) (key string, want reflect.Type, got
 		if strings.HasPrefix(got, `"`) {
 			got = "the string " + got
 		}
-		return path, ft, got, true
+		return path, got, true
 	}
-	return "", nil, "", false
+	return "", "", false
 }
 
 // jsonPath turns encoding/json's dotted field path (JSON keys, with the Go

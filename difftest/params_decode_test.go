@@ -98,6 +98,7 @@ func TestDecodeStrictErrors(t *testing.T) {
 		{`[1]`, `params must be a JSON object, got an array`},
 		{`"K"`, `params must be a JSON object, got a string`},
 		{`{"Kk": 1}`, `unknown field "Kk"`},
+		{`{"Kk": 1, "K": "x"}`, `unknown field "Kk"`},
 		{`{"K": 8`, `params end inside a JSON value (cut short?)`},
 		{``, `params are empty: want a JSON object`},
 		{`{"K": 8,}`, `params are not JSON: invalid character '}' looking for beginning of object key string (byte 9)`},
