@@ -105,12 +105,13 @@ func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case,
 	return c, nil
 }
 
-// FromTensors rebuilds a captured case: params is Params' JSON, ts must
+// FromTensors rebuilds a captured case: params is Params' JSON
+// (difftest.DecodeStrict), ts must
 // hold x I32 [n] and out_loc I64 [n]. Errors name the tensor and the rule.
 func (Kernel) FromTensors(id string, params json.RawMessage, ts map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, err
+	if err := difftest.DecodeStrict(params, &p); err != nil {
+		return nil, fmt.Errorf("params: %w", err)
 	}
 	for _, name := range []string{"x", "out_loc"} {
 		if ts[name] == nil {
