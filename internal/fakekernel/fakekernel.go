@@ -106,8 +106,8 @@ func (Kernel) NewCase(spec difftest.CaseSpec, seed, key uint64) (*difftest.Case,
 }
 
 // FromTensors rebuilds a captured case: params is Params' JSON
-// (difftest.DecodeStrict), ts must
-// hold x I32 [n] and out_loc I64 [n]. Errors name the tensor and the rule.
+// (difftest.DecodeStrict), ts must hold x I32 [n] and out_loc I64 [n].
+// Errors name the parameter or the tensor and the rule.
 func (Kernel) FromTensors(id string, params json.RawMessage, ts map[string]*difftest.Tensor) (*difftest.Case, error) {
 	var p Params
 	if err := difftest.DecodeStrict(params, &p); err != nil {
