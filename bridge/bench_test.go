@@ -15,7 +15,7 @@ import (
 
 // benchRequest is the wire request of a test_copy case of n bytes with
 // its outputs poisoned with PoisonA.
-func benchRequest(t *testing.T, n int, spec *benchSpec) (*request, *difftest.Case) {
+func benchRequest(t testing.TB, n int, spec *benchSpec) (*request, *difftest.Case) {
 	t.Helper()
 	c := copyCase("bench", faultNone, n)
 	params, _ := json.Marshal(c.Params)
@@ -31,7 +31,7 @@ func benchRequest(t *testing.T, n int, spec *benchSpec) (*request, *difftest.Cas
 
 // openFakeWorker is a worker on a fake device, with a baseline module
 // when withBase.
-func openFakeWorker(t *testing.T, withBase bool) (*worker, *fakecuda.Driver) {
+func openFakeWorker(t testing.TB, withBase bool) (*worker, *fakecuda.Driver) {
 	t.Helper()
 	d := newFake("fake")
 	wk := &worker{drv: d, packers: testPackers(), funcs: map[string]cuda.Function{}, bfuncs: map[string]cuda.Function{}}
@@ -189,4 +189,39 @@ func TestImplTimeKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCopy(t, c, bufs[0], difftest.PoisonB)
+}
+
+// The cost of reading the inputs back after each launch (worker.inputsKept),
+// beside the whole request it is part of, on the fake device: one case of
+// test_copy with a 16 MiB input and a 16 MiB output. The fake device's
+// copies are memcpy, so this measures the host side (the copy and the
+// comparison); on a GPU the read-back adds a device-to-host copy as large
+// as the upload of the inputs.
+func BenchmarkInputReadback(b *testing.B) {
+	const n = 16 << 20
+	wk, _ := openFakeWorker(b, false)
+	req, _ := benchRequest(b, n, nil)
+	b.Run("run", func(b *testing.B) {
+		b.SetBytes(n)
+		for b.Loop() {
+			if rep := wk.run(req); rep.Class != difftest.Pass {
+				b.Fatal(rep.Msg)
+			}
+		}
+	})
+	b.Run("inputsKept", func(b *testing.B) {
+		b.SetBytes(n)
+		mem := &devMem{drv: wk.drv}
+		defer mem.free()
+		p, err := mem.upload(req.Inputs[0].Data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts := map[string]devTensor{"x": {DType: difftest.U8, Shape: []int{n}, Ptr: p}}
+		for b.Loop() {
+			if _, changed := wk.inputsKept(req, ts); changed {
+				b.Fatal("input changed")
+			}
+		}
+	})
 }

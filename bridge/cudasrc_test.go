@@ -245,6 +245,19 @@ func TestCudasrcEmuEndToEnd(t *testing.T) {
 		t.Errorf("page-row-0 adapter: exit %d, %s %s %q, diagnosis %v, want exit 1, a mismatch diagnosed as topk-page-row0:\n%s", code, r.Verdict, r.Class, r.Message, r.Diagnosis, stdout)
 	}
 
+	// Right outputs, then scores[0][0] written on the device: the worker's
+	// read-back of the inputs fails it, naming the element.
+	code, stdout, _, recs = cudasrcRun(t, bin, root, drv, "cudasrc-emu:bridge/testdata/cudasrc/writes_input.cu", "--suite", "quick", "--run", "^topk_transform/(lengths-k512|bf16-lengths-k512)$")
+	for _, id := range []string{"topk_transform/lengths-k512", "topk_transform/bf16-lengths-k512"} {
+		r := recs[id]
+		if r.Verdict != difftest.VerdictFail || r.Class != difftest.InputModified || !strings.Contains(r.Message, "input scores changed during the run: scores[0][0] was 0x") || !strings.Contains(r.Message, "; 1 of ") {
+			t.Errorf("writes-input adapter: %s: %s %s %q, want input-modified naming scores[0][0]:\n%s", id, r.Verdict, r.Class, r.Message, stdout)
+		}
+	}
+	if code != 1 {
+		t.Errorf("writes-input adapter: exit %d, want 1", code)
+	}
+
 	code, stdout, _, recs = cudasrcRun(t, bin, root, drv, "cudasrc-emu:bridge/testdata/cudasrc/trap.cu", "--suite", "quick", "--run", "^topk_transform/(lengths|equal|needle)")
 	if code != 1 || len(recs) != 4 {
 		t.Fatalf("trap adapter: exit %d, %d records, want 1 and 4:\n%s", code, len(recs), stdout)

@@ -32,6 +32,7 @@ const (
 	faultNoEntry   = 6 // asks for an entry point the module lacks
 	faultUnknown   = 7 // CUDA_ERROR_UNKNOWN at the sync, and the context is lost (not a code Result.Sticky lists)
 	faultOutOfRes  = 8 // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at the sync; the context survives
+	faultWriteIn   = 9 // a correct y, then x[5] += 1 on the device: input-modified
 	testCopyKernel = "test_copy"
 )
 
@@ -108,6 +109,9 @@ func kdTestCopy(d *fakecuda.Driver, _, _ cuda.Dim3, args [][]byte) error {
 	}
 	for i := range y {
 		y[i] = x[i] ^ 0x5A
+	}
+	if x[0] == faultWriteIn {
+		x[5]++
 	}
 	return nil
 }

@@ -98,6 +98,10 @@ func TestWorkerFaultsAndRestart(t *testing.T) {
 		{"unlisted code that loses the context", faultUnknown, difftest.LaunchError, "CUDA_ERROR_UNKNOWN (999); the CUDA context is lost (a probe after it failed: ", true},
 		{"next case after the lost context", faultNone, difftest.Pass, "", false},
 		{"unlisted code the context survives", faultOutOfRes, difftest.LaunchError, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", false},
+		// The device copy of an input is read back after the launch: a
+		// kernel that writes it fails, naming the element, and the
+		// context survives.
+		{"kernel writes its input", faultWriteIn, difftest.InputModified, "input x changed during the run: x[5] was 0x16, now 0x17; 1 of 1013 elements changed (the device copy, read back after the launch)", false},
 		{"last case passes", faultNone, difftest.Pass, "", false},
 	}
 	for i, s := range steps {

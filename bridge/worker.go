@@ -301,7 +301,44 @@ func (wk *worker) run(req *request) reply {
 			return fault("copying output "+o.Name+" back", err)
 		}
 	}
+	if l.Grid.X != 0 {
+		if r, changed := wk.inputsKept(req, ts); changed {
+			return r
+		}
+	}
 	return rep
+}
+
+// inputsKept reads every input's device copy back after the launch and
+// compares it with the bytes uploaded: a kernel (or an adapter's own
+// code) that writes an input fails the case as input-modified, naming
+// the tensor and its first changed element (difftest.DiffInput). The
+// harness's digest of its host copies cannot see a device write, so this
+// is the check of the device paths (cuda, emu, cudasrc:, cudasrc-emu:).
+// It costs one device-to-host copy of the inputs per case, as large as
+// the upload. An in/out tensor travels as an output and is judged there.
+func (wk *worker) inputsKept(req *request, ts map[string]devTensor) (reply, bool) {
+	var back []byte
+	for _, t := range req.Inputs {
+		dt := ts[t.Name]
+		if dt.Ptr == 0 || len(t.Data) == 0 {
+			continue
+		}
+		if _, isOut := outputIndex(req.Outputs, t.Name); isOut {
+			continue
+		}
+		if cap(back) < len(t.Data) {
+			back = make([]byte, len(t.Data))
+		}
+		back = back[:len(t.Data)]
+		if err := wk.drv.MemcpyDtoH(back, dt.Ptr); err != nil {
+			return wk.fault("copying input "+t.Name+" back to check it", err), true
+		}
+		if ch := difftest.DiffInput(&difftest.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: t.Data}, back); ch != nil {
+			return reply{Class: difftest.InputModified, Msg: ch.String() + " (the device copy, read back after the launch)"}, true
+		}
+	}
+	return reply{}, false
 }
 
 // devMem is the device memory of one request: free releases every

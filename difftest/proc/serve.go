@@ -12,7 +12,6 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -617,12 +616,9 @@ func (s *serveImpl) Run(ctx context.Context, k difftest.Kernel, c *difftest.Case
 		}
 	}
 	for i, t := range ins {
-		if !bytes.Equal(s.mem[t.Offset:t.Offset+t.NBytes], inData[i]) {
-			at := 0
-			for at < len(inData[i]) && s.mem[t.Offset+int64(at)] == inData[i][at] {
-				at++
-			}
-			return info, &difftest.RunError{Class: difftest.InputModified, Msg: fmt.Sprintf("input %s changed in the shared memory during the run (first at byte %d)", t.Name, at)}
+		given := &difftest.Tensor{Name: t.Name, DType: difftest.DType(t.DType), Shape: t.Shape, Data: inData[i]}
+		if ch := difftest.DiffInput(given, s.mem[t.Offset:t.Offset+t.NBytes]); ch != nil {
+			return info, &difftest.RunError{Class: difftest.InputModified, Msg: ch.String() + " (the shared memory, read after the reply)"}
 		}
 	}
 	return info, nil
