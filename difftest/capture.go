@@ -95,6 +95,7 @@ const (
 	MetaSeed      = "seed"      // suite seed, decimal uint64 (optional)
 	MetaKey       = "key"       // Philox key, "0x" + 16 hex digits (optional)
 	MetaGenerator = "generator" // GeneratorVersion that drew the inputs, decimal (optional)
+	MetaImpl      = "impl"      // the --impl the failure was saved from, replay's default (optional)
 )
 
 // Prefixes of extra tensors that hold an implementation's result ("got.")
@@ -493,6 +494,9 @@ func WriteCapture(path string, c *Case, extra []*Tensor) error {
 	if c.Family != "" {
 		meta[MetaFamily] = c.Family
 	}
+	if c.Impl != "" {
+		meta[MetaImpl] = c.Impl
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return &CaptureError{Path: path, Rule: "cannot create", Err: err}
@@ -625,6 +629,12 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	c.ID, c.Kernel, c.Seed, c.Key, c.Generator = id, name, seed, key, generator
 	if f, ok := meta[MetaFamily]; ok {
 		c.Family = f
+	}
+	if s, ok := meta[MetaImpl]; ok {
+		if s == "" || SafeText(s) != s {
+			return nil, nil, fail(captureMetaName(MetaImpl), "must be an --impl value, one line of printable text, got %q", s)
+		}
+		c.Impl = s
 	}
 	// What is read next is what the header declares: the case's inputs
 	// (bounded by FromTensors) and the extras (bounded by the outputs).

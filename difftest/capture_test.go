@@ -39,6 +39,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakekernel.CopyCase(tc.rows, tc.cols)
+			c.Impl = "serve:python -m kerneldiff serve  mine.py" // two spaces: kept as given
 			var extra []*difftest.Tensor
 			if tc.extra {
 				want := []*difftest.Tensor{difftest.MustTensor("want.y", difftest.F32, tc.rows, tc.cols), fakekernel.Canary(2 * tc.cols)}
@@ -63,6 +64,9 @@ func TestCaptureRoundTrip(t *testing.T) {
 			}
 			if len(back.Inputs) != len(c.Inputs) {
 				t.Fatalf("read %d inputs, wrote %d", len(back.Inputs), len(c.Inputs))
+			}
+			if back.Impl != c.Impl {
+				t.Errorf("impl %q came back as %q", c.Impl, back.Impl)
 			}
 			for _, in := range c.Inputs {
 				b := back.Input(in.Name)

@@ -70,6 +70,11 @@ type Case struct {
 	// replayed capture's "generator" metadata states it; 0 for a case
 	// this build drew (GeneratorVersion) or a capture that does not say.
 	Generator int
+	// Impl is the --impl a replayed capture was saved from (its "impl"
+	// metadata, SaveCapture), which `difftest replay` runs when no --impl
+	// is given; empty for a case this build drew or a capture of a live
+	// call (kerneldiff.capture, record).
+	Impl string
 }
 
 // Input returns the input tensor with the given contract name, or nil.

@@ -273,7 +273,7 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 	rec.WallTime = time.Since(t0)
 	rec.KeyMetric = KeyMetric(k, rec)
 	if rec.Failed() && cfg.SaveFailures != "" {
-		path, err := SaveCapture(cfg.SaveFailures, c, out)
+		path, err := SaveCapture(cfg.SaveFailures, c, out, cfg.ImplName)
 		if err != nil {
 			rec.Warnings = append(rec.Warnings, "could not save the capture: "+err.Error())
 		} else {
@@ -330,8 +330,10 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // SaveCapture writes case c as dir/KERNEL__NAME__seedN.safetensors with
 // the canary state of its InOut outputs (PoisonA) and, for inspection,
 // the implementation's outputs of the first run (GotPrefix) and the
-// reference's (WantPrefix) when the run got that far. It returns the path.
-func SaveCapture(dir string, c *Case, out Outcome) (string, error) {
+// reference's (WantPrefix) when the run got that far, and impl (the
+// --impl value; "" for none) as its "impl" metadata, the implementation
+// `difftest replay` runs by default. It returns the path.
+func SaveCapture(dir string, c *Case, out Outcome, impl string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -355,7 +357,9 @@ func SaveCapture(dir string, c *Case, out Outcome) (string, error) {
 			extra = append(extra, &named)
 		}
 	}
-	if err := WriteCapture(path, c, extra); err != nil {
+	saved := *c
+	saved.Impl = impl
+	if err := WriteCapture(path, &saved, extra); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -44,7 +44,7 @@ func CheckShrunk(t testing.TB, k difftest.Kernel, impl difftest.Impl, orig *diff
 	if _, err := triage.SuiteEntry(res.Shrunk, "shrunk"); err != nil {
 		t.Errorf("suite entry: %v", err)
 	}
-	path, err := difftest.SaveCapture(t.TempDir(), res.Shrunk, res.Outcome)
+	path, err := difftest.SaveCapture(t.TempDir(), res.Shrunk, res.Outcome, "")
 	if err != nil {
 		t.Fatal(err)
 	}

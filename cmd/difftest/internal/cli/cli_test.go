@@ -204,6 +204,13 @@ func TestSaveFailuresAndReplay(t *testing.T) {
 	if code, stdout, stderr := run(t, "replay", "--impl", "reference", capture); code != 0 || !strings.Contains(stdout, "1 passed, 0 failed") {
 		t.Errorf("replay with the reference: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// Without --impl, the capture replays on the implementation it was
+	// saved from (not the build's default, cuda), and says so.
+	if code, stdout, stderr := run(t, "replay", capture); code != 1 || !strings.Contains(stdout, "mismatch") ||
+		!strings.Contains(stderr, "difftest: replaying on --impl mutant:topk-tie-hole, the implementation "+capture+" was saved from (--impl runs another)") ||
+		!strings.Contains(stdout, "replay: difftest replay --impl mutant:topk-tie-hole "+capture) {
+		t.Errorf("replay without --impl: exit %d\n%s%s", code, stdout, stderr)
+	}
 
 	// A capture whose scores are stored as I32 is an input file error.
 	tensors, meta, err := difftest.ReadSafetensors(capture)

@@ -128,6 +128,12 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if w := difftest.GeneratorWarning(c); w != "" {
 		fmt.Fprintf(stderr, "difftest: warning: %s: %s\n", file, w)
 	}
+	if !flagGiven(fs, "impl") && c.Impl != "" {
+		// The implementation the failure was saved from, not the build's
+		// default: a capture from serve: replays there off-GPU too.
+		f.impl = c.Impl
+		fmt.Fprintf(stderr, "difftest: replaying on --impl %s, the implementation %s was saved from (--impl runs another)\n", difftest.ShellQuote(c.Impl), file)
+	}
 	start := time.Now()
 	impl, code := f.openImpl(ctx, stderr)
 	if impl == nil {

@@ -21,3 +21,11 @@ func noMatchMessage(fs *flag.FlagSet, suite string) string {
 	}
 	return fmt.Sprintf("no case of suite %s matches %s", suite, strings.Join(given, " "))
 }
+
+// flagGiven reports whether flag name was set on the command line (as
+// opposed to left at its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

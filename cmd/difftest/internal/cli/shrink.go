@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,15 +35,14 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	suiteName := fs.String("suite", "default", "suite `NAME|FILE` of --run")
 	runRe := fs.String("run", "", "the case: a `REGEXP` matching exactly one case id of --suite")
 	seed := fs.Uint64("seed", 1, "suite seed of --run")
-	outDir := fs.String("o", "shrunk", "write the capture file and the suite entry into `DIR` (created if needed)")
+	outDir := fs.String("o", "build/shrunk", "write the capture file and the suite entry into `DIR` (created if needed; build/ is where the build puts everything and what a .gitignore already ignores)")
 	budget := fs.Duration("budget", triage.DefaultShrinkBudget, "total time for all attempts")
 	verbose := fs.Bool("v", false, "print every attempt, not only the kept ones")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
-	runGiven := false
-	fs.Visit(func(fl *flag.Flag) { runGiven = runGiven || fl.Name == "run" })
+	runGiven := flagGiven(fs, "run")
 	switch {
 	case len(pos) > 1:
 		return usageErr(stderr, "shrink takes one capture file, got %d arguments (%s)", len(pos), shrinkUsage)
@@ -64,6 +62,10 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) == 1 {
 		if c, _, err = difftest.ReadCapture(pos[0]); err != nil {
 			return fail(stderr, err, difftest.Summary{})
+		}
+		if !flagGiven(fs, "impl") && c.Impl != "" {
+			f.impl = c.Impl
+			fmt.Fprintf(stderr, "difftest: shrinking on --impl %s, the implementation %s was saved from (--impl runs another)\n", difftest.ShellQuote(c.Impl), pos[0])
 		}
 		k, _ = difftest.LookupKernel(c.Kernel)
 	} else {
@@ -131,7 +133,7 @@ func writeShrunk(ctx context.Context, f *implFlags, res *triage.ShrinkResult, di
 	name := strings.TrimPrefix(res.Original.ID, res.Original.Kernel+"/")
 	name = strings.TrimSuffix(name, "-shrunk") + "-shrunk"
 	c.ID = c.Kernel + "/" + name
-	path, err := difftest.SaveCapture(dir, &c, res.Outcome)
+	path, err := difftest.SaveCapture(dir, &c, res.Outcome, f.impl)
 	if err != nil {
 		return fail(stderr, err, difftest.Summary{})
 	}

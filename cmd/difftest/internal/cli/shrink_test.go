@@ -61,6 +61,18 @@ func TestShrinkMutant(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 step(s) kept") || !strings.Contains(errs, "shrink:   no ") {
 		t.Errorf("shrink of the shrunk capture: exit %d\n%s\n%s", code, out, errs)
 	}
+	// Without --impl and -o: the capture's own implementation, and the
+	// files under build/shrunk of the working directory (build/ is what
+	// a checkout ignores), not a shrunk/ beside the sources.
+	t.Chdir(t.TempDir())
+	code, out, errs = run(t, "shrink", capture)
+	if code != 0 || !strings.Contains(errs, "difftest: shrinking on --impl mutant:topk-page-row0, the implementation "+capture+" was saved from") ||
+		!strings.Contains(out, "capture: build/shrunk/topk_transform__gaussian-k8-shrunk__seed1.safetensors\n") {
+		t.Errorf("shrink without --impl and -o: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat("build/shrunk/gaussian-k8-shrunk.toml"); err != nil {
+		t.Errorf("the suite entry is not under build/shrunk: %v", err)
+	}
 }
 
 // TestShrinkUsage: the ways a shrink is asked wrongly exit 2 with one line.
