@@ -1,7 +1,9 @@
 // Failures grouped by cause (docs/failures.md): the table, JUnit and the
-// HTML report show one block per (class, diagnosis, first broken rule),
-// not one per failing case, so that 137 cases failing for one reason read
-// as one block.
+// HTML report show one block per cause, not one per failing case, so that
+// 137 cases failing for one reason read as one block. A diagnosed failure's
+// cause is its class and diagnosis (the known bug it behaves like names
+// the cause, whichever rule each case broke first); an undiagnosed one's
+// is its class and first broken rule.
 
 package report
 
@@ -27,9 +29,9 @@ type Cause struct {
 	// cut short or not made (Record.DiagnosisNote): unknown, which is not
 	// the same as "matches nothing".
 	Undiagnosed bool
-	// Rule is the first broken rule by name where the records carry one
-	// (RuleOf): "wrong_slots", "stage 3 topk_transform: padding"; empty
-	// where only the message states it.
+	// Rule is Records[0]'s first broken rule by name where the record
+	// carries one (RuleOf): "wrong_slots", "stage 3 topk_transform:
+	// padding"; empty where only the message states it.
 	Rule string
 	// Shape, where Rule does not name the rule in full, is the cases'
 	// message with every number replaced by "#" (MessageShape): failures
@@ -39,16 +41,52 @@ type Cause struct {
 	// Records are the failing cases, in report order: Records[0] is the
 	// one a report shows in full.
 	Records []*difftest.Record
+	// Rules are the first broken rules of Records, one entry per rule
+	// (Rule and Shape as above), largest first (ties in order of first
+	// appearance), and Records[0] is the first case of Rules[0]: one entry
+	// for an undiagnosed cause, one or more for a diagnosed one (a bug
+	// that breaks the FP8 codes of one case and the scales of another is
+	// still one cause).
+	Rules []*RuleGroup
+}
+
+// RuleGroup is one first broken rule of a cause's cases: its name (or
+// message shape) and the cases that broke it first, in report order.
+type RuleGroup struct {
+	Rule, Shape string
+	Records     []*difftest.Record
+}
+
+// Label names the rule in a few words: "rule wrong_slots", or the message
+// shape up to the value it quotes ("cache token # slot # dim #"), at most
+// 80 characters. Escaped (SafeText).
+func (g *RuleGroup) Label() string {
+	if g.Rule != "" {
+		return "rule " + difftest.SafeText(g.Rule)
+	}
+	l := g.Shape
+	for _, cut := range []string{": got ", " got ", ": "} {
+		if i := strings.Index(l, cut); i > 0 {
+			l = l[:i]
+			break
+		}
+	}
+	if r := []rune(l); len(r) > 80 {
+		l = string(r[:79]) + "…"
+	}
+	return difftest.SafeLine(l)
 }
 
 // More is how many cases the block stands for besides its first.
 func (c *Cause) More() int { return len(c.Records) - 1 }
 
-// Causes groups the failing records of recs by cause: class, diagnosis,
-// and the first broken rule (RuleOf; the message's shape when the record
-// names none). The groups come largest first, ties in the order of their
-// first case; the records of each in report order. Passing and skipped
-// records are left out.
+// Causes groups the failing records of recs by cause: class and
+// diagnosis for a diagnosed record, class and first broken rule (RuleOf;
+// the message's shape when the record names none) for one without a
+// diagnosis. Within a cause, Rules counts the rules its cases broke
+// first. The groups come largest first, ties in the order of their first
+// case; the records of each in report order. Passing and skipped records
+// are left out.
 func Causes(recs []*difftest.Record) []*Cause {
 	var out []*Cause
 	index := map[string]*Cause{}
@@ -59,22 +97,48 @@ func Causes(recs []*difftest.Record) []*Cause {
 		rule, shape := RuleOf(r)
 		c := &Cause{Class: r.Class, Diagnosis: r.Diagnosis, Undiagnosed: len(r.Diagnosis) == 0 && r.DiagnosisNote != "", Rule: rule, Shape: shape}
 		key := c.key()
-		if g, ok := index[key]; ok {
-			g.Records = append(g.Records, r)
-			continue
+		g, ok := index[key]
+		if !ok {
+			g = c
+			index[key] = g
+			out = append(out, g)
 		}
-		c.Records = []*difftest.Record{r}
-		index[key] = c
-		out = append(out, c)
+		g.Records = append(g.Records, r)
+		g.addRule(rule, shape, r)
+	}
+	for _, c := range out {
+		// The case shown in full is the first of the rule most of the
+		// cause's cases broke first.
+		slices.SortStableFunc(c.Rules, func(a, b *RuleGroup) int { return len(b.Records) - len(a.Records) })
+		if first := c.Rules[0].Records[0]; first != c.Records[0] {
+			i := slices.Index(c.Records, first)
+			c.Records = slices.Concat([]*difftest.Record{first}, c.Records[:i], c.Records[i+1:])
+			c.Rule, c.Shape = c.Rules[0].Rule, c.Rules[0].Shape
+		}
 	}
 	slices.SortStableFunc(out, func(a, b *Cause) int { return len(b.Records) - len(a.Records) })
 	return out
 }
 
-// key identifies a cause: the NUL byte cannot occur in a class, a
-// diagnosis name or a message shape written by difftest.
+// addRule counts r under its first broken rule.
+func (c *Cause) addRule(rule, shape string, r *difftest.Record) {
+	for _, g := range c.Rules {
+		if g.Rule == rule && g.Shape == shape {
+			g.Records = append(g.Records, r)
+			return
+		}
+	}
+	c.Rules = append(c.Rules, &RuleGroup{Rule: rule, Shape: shape, Records: []*difftest.Record{r}})
+}
+
+// key identifies a cause: class and diagnosis where there is one, class,
+// rule and shape where there is none. The NUL byte cannot occur in a
+// class, a diagnosis name or a message shape written by difftest.
 func (c *Cause) key() string {
-	return strings.Join([]string{string(c.Class), strings.Join(c.Diagnosis, "+"), strconv.FormatBool(c.Undiagnosed), c.Rule, c.Shape}, "\x00")
+	if len(c.Diagnosis) > 0 {
+		return strings.Join([]string{string(c.Class), strings.Join(c.Diagnosis, "+")}, "\x00")
+	}
+	return strings.Join([]string{string(c.Class), "", strconv.FormatBool(c.Undiagnosed), c.Rule, c.Shape}, "\x00")
 }
 
 // Title is the block's heading: "137 cases · mismatch · rule padding",
@@ -88,7 +152,10 @@ func (c *Cause) Title() string {
 		n = fmt.Sprintf("%d cases", len(c.Records))
 	}
 	parts := []string{n, difftest.SafeText(string(c.Class))}
-	if c.Rule != "" {
+	switch {
+	case len(c.Rules) > 1:
+		parts = append(parts, fmt.Sprintf("%d rules", len(c.Rules)))
+	case c.Rule != "":
 		parts = append(parts, "rule "+difftest.SafeText(c.Rule))
 	}
 	switch {
@@ -206,6 +273,16 @@ func (c *Cause) Block(n, limit int) []string {
 	}
 	for _, l := range replayLines(r) {
 		lines = append(lines, "    replay: "+l)
+	}
+	if len(c.Rules) > 1 {
+		lines = append(lines, "  first broken rule, by case:")
+		for _, g := range c.Rules {
+			n := "1 case"
+			if len(g.Records) != 1 {
+				n = fmt.Sprintf("%d cases", len(g.Records))
+			}
+			lines = append(lines, fmt.Sprintf("    %s: %s, e.g. %s", g.Label(), n, difftest.SafeText(g.Records[0].Case)))
+		}
 	}
 	if more := c.More(); more > 0 {
 		lines = append(lines, "  "+MoreLine(more)+": "+CaseList(c.Records[1:], limit))

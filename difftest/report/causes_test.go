@@ -15,9 +15,11 @@ func failing(id string, class difftest.Class, msg string, diag []string, metrics
 	return &difftest.Record{Case: id, Kernel: strings.Split(id, "/")[0], Seed: 1, Verdict: difftest.VerdictFail, Class: class, Message: msg, Diagnosis: diag, Metrics: metrics}
 }
 
-// TestCauses: failures group by class, diagnosis and first broken rule;
-// a named rule (top-k's failed_rule, a chain's stage and its rule) groups
-// messages that differ in more than numbers, an unnamed one groups
+// TestCauses: a diagnosed failure groups by class and diagnosis alone
+// (one bug is one cause, whichever rule each case broke first: its Rules
+// count them); an undiagnosed one by class and first broken rule, where a
+// named rule (top-k's failed_rule, a chain's stage and its rule) groups
+// messages that differ in more than numbers and an unnamed one groups
 // messages of one shape; largest group first, then by first case.
 func TestCauses(t *testing.T) {
 	row0 := []string{"topk-page-row0"}
@@ -41,17 +43,31 @@ func TestCauses(t *testing.T) {
 		got = append(got, c.Title()+" "+strings.Join(c.Diagnosis, "+")+": "+CaseList(c.Records, 0))
 	}
 	want := []string{
-		"3 cases · mismatch · rule padding topk-page-row0: topk_transform/{a, b, d}",
+		"5 cases · mismatch · 3 rules topk-page-row0: topk_transform/{a, b, c}, pipeline/a, topk_transform/d",
 		"2 cases · mismatch · no diagnosis : norm_rope_store/{a, b}",
-		"1 case · mismatch · rule wrong_slots topk-page-row0: topk_transform/c",
 		"1 case · mismatch · no diagnosis : norm_rope_store/c",
 		"1 case · guard : norm_rope_store/d",
-		"1 case · mismatch · rule stage 3 topk_transform: padding topk-page-row0: pipeline/a",
 		"1 case · mismatch · rule padding · no diagnosis : topk_transform/e",
 		"1 case · mismatch · rule padding · not diagnosed : topk_transform/f",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("causes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The diagnosed cause counts its rules, each with one example, and
+	// its block lists them under its first case.
+	first := Causes(recs)[0]
+	var rules []string
+	for _, g := range first.Rules {
+		rules = append(rules, fmt.Sprintf("%s=%d(%s)", g.Label(), len(g.Records), g.Records[0].Case))
+	}
+	if got, want := strings.Join(rules, " "), "rule padding=3(topk_transform/a) rule wrong_slots=1(topk_transform/c) rule stage 3 topk_transform: padding=1(pipeline/a)"; got != want {
+		t.Errorf("rules: %s\nwant   %s", got, want)
+	}
+	texttest.Contains(t, "block", strings.Join(first.Block(1, 0), "\n"),
+		"  first broken rule, by case:\n    rule padding: 3 cases, e.g. topk_transform/a\n    rule wrong_slots: 1 case, e.g. topk_transform/c\n    rule stage 3 topk_transform: padding: 1 case, e.g. pipeline/a\n  4 more cases like this: ")
+	// An unnamed rule is labelled by its message's shape up to the value.
+	if got := Causes(recs)[1].Rules[0].Label(); got != "cache token # slot # dim #" {
+		t.Errorf("shape label = %q", got)
 	}
 }
 

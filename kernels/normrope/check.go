@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -100,7 +101,7 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	r := checkWith(c, in, got, want, "")
 	declared := in.p.declared()
 	if !r.Failed() || declared == "" || r.Class == difftest.InvalidCase {
-		return r
+		return withFailedRule(&in.p, r)
 	}
 	rc := checkWith(c, in, got, want, declared)
 	if !rc.Failed() {
@@ -111,9 +112,35 @@ func Check(c *difftest.Case, got, want []*difftest.Tensor) difftest.Result {
 	what := declaredWhat[declared]
 	if mismatches(rc) <= mismatches(r) {
 		rc.Message += fmt.Sprintf("; checked as the declared %s (the f32 contract, which intermediate = %s also admits, fails too)", what, declared)
-		return rc
+		return withFailedRule(&in.p, rc)
 	}
 	r.Message += fmt.Sprintf("; checked as the f32 contract (the declared %s fails too)", what)
+	return withFailedRule(&in.p, r)
+}
+
+// withFailedRule names the rule of the contract's store format that a
+// failing result's first element breaks, as the "failed_rule" metric the
+// reports group causes by (difftest/report.RuleOf): "fp8 code", "fp8
+// scale", "bf16 value", "fp4 code" or "fp4 scale". The first element is
+// the one the message opens with ("cache token 2 slot 47 dim 101: …" a
+// code or value, "cache token 83 slot 46 scale: …" a scale). A passing or
+// invalid result is returned unchanged.
+func withFailedRule(p *Params, r difftest.Result) difftest.Result {
+	if !r.Failed() || r.Class == difftest.InvalidCase {
+		return r
+	}
+	head, _, _ := strings.Cut(r.Message, ":")
+	kind := "code"
+	switch {
+	case strings.Contains(head, " scale"):
+		kind = "scale"
+	case p.Store == StoreBF16:
+		kind = "value"
+	}
+	if r.Metrics == nil {
+		r.Metrics = map[string]any{}
+	}
+	r.Metrics["failed_rule"] = p.Store + " " + kind
 	return r
 }
 

@@ -140,6 +140,22 @@ func (u unmappedSlot) reason() string {
 	}
 }
 
+// slotFormula writes how slot(raw i) of row b is made, for a wrong_slots
+// message: "page_table[1][2]·P + 5 = 90·64 + 5", the page-table entry,
+// the page size and the offset within the page, so that a slot one page
+// off, of another page size or without its offset reads as such.
+func (v *view) slotFormula(b, i int) string {
+	pj, off := i>>v.shift, i&(v.p.P-1)
+	return fmt.Sprintf("page_table[%d][%d]·P + %d = %d·%d + %d", b, pj, off, v.table.I32(b*v.p.MaxPages+pj), v.p.P, off)
+}
+
+// slotParts writes a slot as its page id and offset under the case's
+// page size: "5765 (page 90 offset 5)", "-64 (page -1 offset 0)" (floor
+// division, so a negative slot has an offset in [0, P)).
+func (v *view) slotParts(sl int64) string {
+	return fmt.Sprintf("%d (page %d offset %d)", sl, sl>>v.shift, sl&int64(v.p.P-1))
+}
+
 // offend counts one offender of rule; the first offender of the row sets
 // the row's message.
 func (r *rowVerdict) offend(rule int, e difftest.Element, b int, format string, args ...any) {
@@ -305,8 +321,8 @@ func (v *view) decode(b, n int, page, raw *difftest.Tensor, pos []int64, r *rowV
 			}
 			if got, want := int64(page.I32(b*K+j)), v.slot(b, int(i)); got != want {
 				name, idx := entry(page, b, j)
-				r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: fmt.Sprint(got), Want: fmt.Sprintf("%d = slot(raw %d)", want, i)},
-					b, "page_indices[%d][%d] = %d, want slot(raw %d) = %d", b, j, got, i, want)
+				r.offend(ruleWrongSlot, difftest.Element{Tensor: name, Index: idx, Got: v.slotParts(got), Want: fmt.Sprintf("%d = slot(raw %d) = %s", want, i, v.slotFormula(b, int(i)))},
+					b, "page_indices[%d][%d] = %s, want slot(raw %d) = %d = %s (L = %d, P = %d)", b, j, v.slotParts(got), i, want, v.slotFormula(b, int(i)), L, v.p.P)
 			}
 		}
 		return pos

@@ -67,9 +67,9 @@ func TestCheckRules(t *testing.T) {
 		{"out-of-range", "raw in [0, L)", []edit{{2, []int32{14, 16}, []int32{0, 3}}}, false,
 			"row 2: raw_indices[2][1] = 3 is a pick at or past L = 3 (outside [0, L))", "out_of_range", 1},
 		{"wrong-slot", "page_indices = slot(raw)", []edit{{0, []int32{20, 22}, []int32{0, 1}}}, false,
-			"row 0: page_indices[0][1] = 22, want slot(raw 1) = 21", "wrong_slots", 1},
+			"row 0: page_indices[0][1] = 22 (page 11 offset 0), want slot(raw 1) = 21 = page_table[0][0]·P + 1 = 10·2 + 1 (L = 4, P = 2)", "wrong_slots", 1},
 		{"wrong-slots-two-rows", "every wrong slot counts; the message is row 0's", []edit{{0, []int32{21, 22}, []int32{0, 1}}, {2, []int32{15, 14}, []int32{0, 1}}}, false,
-			"row 0: page_indices[0][0] = 21, want slot(raw 0) = 20", "wrong_slots", 4},
+			"row 0: page_indices[0][0] = 21 (page 10 offset 1), want slot(raw 0) = 20 = page_table[0][0]·P + 0 = 10·2 + 0 (L = 4, P = 2)", "wrong_slots", 4},
 		{"no-raw-inverted", "without raw the table is inverted", []edit{{0, []int32{20, 41}, nil}}, true, "", "", 0},
 		{"no-raw-foreign-slot", "a slot of another row", []edit{{0, []int32{20, 60}, nil}}, true,
 			"row 0: page_indices[0][1] = 60 does not map back through row 0's page table: page id 30 is not among its 2 used pages (it is page_table[1][0], a page of row 1); " + notChecked, "wrong_slots", 1},
@@ -130,7 +130,7 @@ func TestCheckWorstLeadsWithTheMessagesRule(t *testing.T) {
 	if r.Metrics["failed_rule"] != "wrong_slots" || len(r.Worst) != 3 {
 		t.Fatalf("failed_rule %v, worst %+v; want wrong_slots and three offenders", r.Metrics["failed_rule"], r.Worst)
 	}
-	if w := r.Worst[0]; w.Tensor != "page_indices" || w.Index != "[0][1]" || w.Got != "22" {
+	if w := r.Worst[0]; w.Tensor != "page_indices" || w.Index != "[0][1]" || w.Got != "22 (page 11 offset 0)" {
 		t.Errorf("worst[0] = %+v, want page_indices[0][1] = 22, the wrong slot the message names (%s)", w, r.Message)
 	}
 }

@@ -1,4 +1,4 @@
-// The top-k part of the mutant catalog (docs/mutants.md): ten Go
+// The top-k part of the mutant catalog (docs/mutants.md): thirteen Go
 // implementations of topk_transform, each exact except for one fault
 // modelled on how a real radix-select kernel goes wrong.
 
@@ -27,6 +27,9 @@ const (
 	faultDupOnPlateau
 	faultPageRow0
 	faultShortRowOrder
+	faultPageOffByOne
+	faultPageSize64
+	faultNoOffset
 )
 
 var catalog = []struct {
@@ -43,6 +46,9 @@ var catalog = []struct {
 	{"topk-dup-on-plateau", "on a tie plateau straddling the K-th value the last tied pick repeats the one before it", faultDupOnPlateau},
 	{"topk-page-row0", "translates every row through page_table row 0", faultPageRow0},
 	{"topk-short-row-order", "rows with L ≤ K come back in reverse order", faultShortRowOrder},
+	{"topk-page-off-by-one", "translates position i through page_table[b][i/P + 1], the entry after its page's (the next row's first entry past the row's end)", faultPageOffByOne},
+	{"topk-page-size-64", "translates with a page size of 64 whatever P is: page_table[b][i/64]·64 + i mod 64", faultPageSize64},
+	{"topk-no-offset", "drops the offset within the page: slot = page_table[b][i/P]·P", faultNoOffset},
 }
 
 // tileWidth is the padded row tile of the flt-max-sentinel mutant;
@@ -53,7 +59,7 @@ const (
 	fltMaxNegKey = 0x00800000 // numeric.Key32(0xFF7FFFFF), the key of −FLT_MAX
 )
 
-// Mutants returns the top-k mutants of docs/mutants.md: the ten of
+// Mutants returns the top-k mutants of docs/mutants.md: the thirteen of
 // catalog, then the four 16-bit ones of catalog16 (mutants16.go).
 // Each validates its case like the reference and returns its errors; its
 // outputs are those of Reference except where its fault bites.
@@ -68,15 +74,47 @@ func Mutants() []difftest.Mutant {
 	return append(ms, mutants16()...)
 }
 
-// runMutant is the reference's row loop (runRows) with fault f applied.
+// runMutant is the reference's row loop (runRowsSlots) with fault f
+// applied, to the selection or to the translation.
 func runMutant(c *difftest.Case, outs []*difftest.Tensor, f fault) error {
-	return runRows(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
+	slot := (*view).slot
+	switch f {
+	case faultPageOffByOne:
+		slot = (*view).slotNextEntry
+	case faultPageSize64:
+		slot = (*view).slotPage64
+	case faultNoOffset:
+		slot = func(v *view, tb, i int) int64 { return v.slot(tb, i) &^ int64(v.p.P-1) }
+	}
+	return runRowsSlots(c, outs, func(v *view, b int, s *scratch) ([]int32, int) {
 		tb := b
 		if f == faultPageRow0 {
 			tb = 0
 		}
 		return v.mutantRow(b, f, s), tb
-	})
+	}, slot)
+}
+
+// slotNextEntry is the translation of topk-page-off-by-one: position i
+// through the page-table entry after its page's, flat index tb·max_pages
+// + i/P + 1 (the next row's first entry past a row's last; −1 past the
+// whole table, as the padding a kernel's bounds check would give).
+func (v *view) slotNextEntry(tb, i int) int64 {
+	at := tb*v.p.MaxPages + i>>v.shift + 1
+	if at >= v.table.Len() {
+		return -1
+	}
+	return int64(v.table.I32(at))<<v.shift | int64(i&(v.p.P-1))
+}
+
+// slotPage64 is the translation of topk-page-size-64: a kernel written
+// for 64-token pages, page_table[tb][i/64]·64 + i mod 64 whatever P is
+// (−1 where i/64 is past the row's max_pages entries).
+func (v *view) slotPage64(tb, i int) int64 {
+	if i>>6 >= v.p.MaxPages {
+		return -1
+	}
+	return int64(v.table.I32(tb*v.p.MaxPages+i>>6))<<6 | int64(i&63)
 }
 
 // mutantRow returns the K raw entries of row b under fault f.

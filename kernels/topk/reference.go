@@ -94,6 +94,13 @@ type rowFunc func(v *view, b int, s *scratch) (pos []int32, tb int)
 // and a position past the page table (only mutants read past L) are
 // written to page_indices unchanged.
 func runRows(c *difftest.Case, outs []*difftest.Tensor, row rowFunc) error {
+	return runRowsSlots(c, outs, row, (*view).slot)
+}
+
+// runRowsSlots is runRows with slot(v, tb, i) as the translation of
+// position i through page-table row tb: (*view).slot for the reference, a
+// wrong one for a mutant that models a page-translation bug.
+func runRowsSlots(c *difftest.Case, outs []*difftest.Tensor, row rowFunc, slot func(v *view, tb, i int) int64) error {
 	v, err := newView(c)
 	if err != nil {
 		return err
@@ -108,7 +115,7 @@ func runRows(c *difftest.Case, outs []*difftest.Tensor, row rowFunc) error {
 		for j, i := range pos {
 			sl := int64(i)
 			if i >= 0 && int(i)>>v.shift < v.p.MaxPages {
-				sl = v.slot(tb, int(i))
+				sl = slot(v, tb, int(i))
 			}
 			page.SetI32(b*K+j, int32(sl))
 			if raw != nil {

@@ -78,6 +78,12 @@ func TestMutantsOneFault(t *testing.T) {
 		{"topk-dup-on-plateau", shape{"gaussian", p(nil, 500, 3)}, shape{"straddle", p(nil, 500)}},
 		{"topk-page-row0", shape{"gaussian", p(map[string]any{"pages": "identity"}, 500, 300, 3)}, shape{"gaussian", p(nil, 500, 300)}},
 		{"topk-short-row-order", shape{"gaussian", p(nil, 500, 65, 1)}, shape{"gaussian", p(nil, 500, 7)}},
+		// The page-translation mutants are exact where their wrong
+		// translation coincides with the right one: no picks (L = 0),
+		// 64-token pages, pages of one token (offset 0).
+		{"topk-page-off-by-one", shape{"gaussian", p(nil, 0, 0)}, shape{"gaussian", p(nil, 500)}},
+		{"topk-page-size-64", shape{"gaussian", p(map[string]any{"P": int64(64)}, 500, 300)}, shape{"gaussian", p(nil, 500)}},
+		{"topk-no-offset", shape{"gaussian", p(map[string]any{"P": int64(1)}, 500, 300)}, shape{"gaussian", p(nil, 500)}},
 		// The 16-bit mutants are exact on f32 scores and on rows their
 		// key cannot mis-rank.
 		{"topk16-raw-bits", shape{"specials", p(nil, 500, 3)}, shape{"gaussian", p(bf16, 500)}},

@@ -26,7 +26,7 @@ func TestShrinkMutant(t *testing.T) {
 		"shrunk topk_transform/gaussian-k8 (seed 1) under mutant:topk-page-row0 in ",
 		"  from 5 rows, L ≤ 40 (62 scores), stride 40, K 8, P 2",
 		"  to   2 rows, L ≤ 1 (1 scores), stride 1, K 8, P 1",
-		"  diagnosis: topk-page-row0\n",
+		"  diagnosis: topk-page-row0, topk-page-off-by-one (the original: topk-page-row0)\n", // both explain the two rows left
 		"    drop rows ",
 		"capture: "+capture+"\n",
 		"replay:  difftest replay --impl mutant:topk-page-row0 "+capture+"\n",
@@ -112,7 +112,9 @@ func TestShrinkExec(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "  to   2 rows, ") || !strings.Contains(out, "  diagnosis: topk-page-row0\n") {
+	// The diagnosis: topk-page-row0 alone, or with topk-page-off-by-one
+	// once the budget let the shrink reach two one-token rows.
+	if !strings.Contains(out, "  to   2 rows, ") || !strings.Contains(out, "  diagnosis: topk-page-row0") {
 		t.Errorf("stdout:\n%s", out)
 	}
 	capture := filepath.Join(dir, "topk_transform__gaussian-k8-shrunk__seed1.safetensors")
