@@ -596,11 +596,7 @@ func ReadCapture(path string) (*Case, map[string]*Tensor, error) {
 	name := meta[MetaKernel]
 	k, ok := LookupKernel(name)
 	if !ok {
-		var known []string
-		for _, k := range Kernels() {
-			known = append(known, k.Name())
-		}
-		return nil, nil, fail(captureMetaName(MetaKernel), "unknown kernel %q (registered: %s)", name, strings.Join(known, ", "))
+		return nil, nil, fail(captureMetaName(MetaKernel), "%s", UnknownName("kernel", name, KernelNames()))
 	}
 	id := meta[MetaCase]
 	if id == "" {

@@ -111,10 +111,10 @@ func ParseSuite(file string, data []byte) ([]difftest.SuiteCase, error) {
 		}
 		k, ok := difftest.LookupKernel(spec.Kernel)
 		if !ok {
-			return nil, &difftest.SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown kernel %q (registered: %s)", spec.Kernel, strings.Join(kernelNames(), ", "))}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: errors.New(difftest.UnknownName("kernel", spec.Kernel, difftest.KernelNames()))}
 		}
 		if !contains(k.Families(), spec.Family) {
-			return nil, &difftest.SuiteError{File: file, Case: id, Err: fmt.Errorf("unknown family %q for %s (families: %s)", spec.Family, spec.Kernel, strings.Join(k.Families(), ", "))}
+			return nil, &difftest.SuiteError{File: file, Case: id, Err: errors.New(difftest.UnknownName(spec.Kernel+" family", spec.Family, k.Families()))}
 		}
 		if prev, dup := seen[id]; dup {
 			if prev != "" || ec.combo != "" {
@@ -223,17 +223,6 @@ func orWritten(combo string) string {
 		return "a [[case]] written out"
 	}
 	return "[case.matrix] " + combo
-}
-
-func kernelNames() []string {
-	var names []string
-	for _, k := range difftest.Kernels() {
-		names = append(names, k.Name())
-	}
-	if len(names) == 0 {
-		return []string{"none"}
-	}
-	return names
 }
 
 func contains(list []string, s string) bool {

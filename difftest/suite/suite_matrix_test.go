@@ -268,7 +268,7 @@ func TestParseSuiteMatrixErrors(t *testing.T) {
 		{"space in a rendered name", head + "name = \"r-{s}\"\n[case.params]\ns = \"a b\"\n",
 			`suite bad.toml: case fake_scatter/r-a b: name must not contain spaces or control characters`, false},
 		{"unknown family from the matrix", "[[case]]\nkernel = \"fake_scatter\"\nname = \"r-{family}\"\n[case.matrix]\nfamily = [\"ramp\", \"gauss\"]\n",
-			`suite bad.toml: case fake_scatter/r-gauss: unknown family "gauss" for fake_scatter (families: ramp, random)`, false},
+			`suite bad.toml: case fake_scatter/r-gauss: unknown fake_scatter family "gauss" (known: ramp, random)`, false},
 		{"bad param of one combination", head + "name = \"r-{n}\"\n[case.matrix]\nn = [8, \"eight\"]\n",
 			`suite bad.toml: case fake_scatter/r-eight: param "n": must be an integer, got the string "eight"`, false},
 	}

@@ -563,7 +563,7 @@ func checkFP8(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 // The stored scale must be one of them (a mismatch otherwise, judged
 // against the reference's); the stored codes are then judged under the
 // scale actually stored, s₂: code c_k is accepted when it is the packing
-// e2m1(g·s₁/s₂) (−0 as +0) of some admitted g with |g|·s₁ ≤ 6·s₂. Of the
+// e2m1(g·s₁/s₂) (a zero as +0, code 0x0; 0x8 fails) of some admitted g with |g|·s₁ ≤ 6·s₂. Of the
 // s₁ that admit the stored scale, the one admitting the most codes
 // judges them.
 //
@@ -572,7 +572,8 @@ func checkFP8(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 // the rounding of the exact value under (s₁, s₂), else the share of
 // E_k/s₁ that value needs to reach the stage-1 midpoint (roundRatio), or
 // 1 (accepted) / ratioCap (rejected) where the code is not on the stage-1
-// grid (the amax floor's double rounding).
+// grid (the amax floor's double rounding); a rejected code is never given
+// a ratio that prints as the bound (a −0 where +0 is the rule: ratioCap).
 func checkFP4(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally) {
 	codesAt, scaleAt := slotBytes(p, slot)
 	nib := func(buf []byte, k int) uint8 {
@@ -662,6 +663,12 @@ func checkFP4(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 			default:
 				ratio = ratioCap
 			}
+			if !ok && c == 0x8 {
+				// −0 where the rule stores +0: its value explains the
+				// exact one (scoreRound gives 1 + 1 ULP, printed "1"),
+				// but the sign rule rejects it outright.
+				ratio = ratioCap
+			}
 			if d := numeric.E2M1CodeDistance(c, w); d > tl.maxDist {
 				tl.maxDist = d
 			}
@@ -669,10 +676,19 @@ func checkFP4(p Params, t, slot int, tb *tokenBound, got, want []byte, tl *tally
 				return difftest.Element{
 					Tensor: NameCache,
 					Index:  fmt.Sprintf("token %d slot %d dim %d", t, slot, lo+k),
-					Got:    fmt.Sprintf("0x%x (%g × scale %g)", c, numeric.E2M1ToF64(c), s2),
+					Got:    fp4GotString(c, s2),
 					Want:   fmt.Sprintf("0x%x (%g; exact z/s1 %.9g ± %.3g, s1 %g)", w, numeric.E2M1ToF64(w), x, ex, blk.s1),
 				}
 			})
 		}
 	}
+}
+
+// fp4GotString formats a stored e2m1 code for a worst element, "0x3
+// (1.5 × scale 0.25)", saying of 0x8 that a zero is stored as 0x0.
+func fp4GotString(c uint8, s2 float64) string {
+	if c == 0x8 {
+		return fmt.Sprintf("0x8 (-0 × scale %g: a zero is stored as 0x0, never -0)", s2)
+	}
+	return fmt.Sprintf("0x%x (%g × scale %g)", c, numeric.E2M1ToF64(c), s2)
 }

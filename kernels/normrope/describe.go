@@ -31,7 +31,7 @@ func describeParams(family string) []difftest.ParamInfo {
 		{Name: "rope_style", Doc: `string, default the preset's: neox or interleaved`},
 		{Name: "hadamard", Doc: "bool, default the preset's (true; false for v4-fp4): Hadamard transform after RoPE"},
 		{Name: "store", Doc: `string, default the preset's (fp8; bf16 for v4-bf16, fp4 for v4-fp4): fp8, bf16 or fp4`},
-		{Name: "scale_fmt", Doc: `string, default the preset's ("plain"; "ue8m0" for v4-fp4): plain or ue8m0 (plain only with the bf16 store, ue8m0 only with the fp4 store)`},
+		{Name: "scale_fmt", Doc: `string, default the preset's ("plain"; "ue8m0" for v4-fp4): plain or ue8m0: the fp8 store takes either, the bf16 store only plain, the fp4 store only ue8m0`},
 		{Name: "eps", Doc: "float, default 1e-6: norm epsilon, a positive normal f32"},
 		{Name: "model", Doc: `string, default the preset's: YaRN freqs table of v32 or v4`},
 		{Name: "intermediate", Doc: `string, default "f32": the declared precision between norm, RoPE, Hadamard and the store: f32, bf16 (after every stage, SGLang's unfused path) or bf16-once (f32 stages, one bf16 rounding before the store, SGLang's fused V3.2 indexer_k); the bound follows it`},

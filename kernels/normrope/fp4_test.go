@@ -258,3 +258,49 @@ func TestFP4VariantsDiagnosed(t *testing.T) {
 		}
 	}
 }
+
+// A zero stored as −0 (code 0x8) fails, reported with a ratio over the
+// bound (a ratio ≤ 1 would read as a pass) and the rule beside it.
+func TestFP4NegativeZeroFails(t *testing.T) {
+	for seed := uint64(1); seed < 50; seed++ {
+		c := seededCase("fp4-negzero", "gaussian", fp4Configs()[0], seed)
+		if c == nil {
+			continue
+		}
+		in, err := load(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := reference(t, c)
+		got := want.Clone()
+		for tok := 0; tok < in.n; tok++ {
+			slot := in.loc.I64(tok)
+			if slot < 0 {
+				continue
+			}
+			codesAt, _ := slotBytes(in.p, int(slot))
+			for k := 0; k < 128; k++ {
+				b := &got.Data[codesAt+k/2]
+				shift := uint(4 * (k % 2))
+				if *b>>shift&0xF != 0 {
+					continue
+				}
+				*b |= 0x8 << shift
+				r := check(c, got, want)
+				if !r.Failed() || r.Class != difftest.Mismatch || len(r.Worst) == 0 {
+					t.Fatalf("seed %d: token %d dim %d stored as 0x8: %s %q, want a mismatch", seed, tok, k, r.Class, r.Message)
+				}
+				w := r.Worst[0]
+				if w.Index != fmt.Sprintf("token %d slot %d dim %d", tok, slot, k) || !strings.Contains(w.Got, "a zero is stored as 0x0") || w.Ratio == nil || *w.Ratio != ratioCap { // not a ratio that prints as 1 (%.3g), which reads as the bound
+					ratio := "nil"
+					if w.Ratio != nil {
+						ratio = fmt.Sprint(*w.Ratio)
+					}
+					t.Errorf("worst %s: got %q, ratio %s; want dim %d, the 0x0 rule and ratio %g", w.Index, w.Got, ratio, k, float64(ratioCap))
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("no zero code in 50 seeds")
+}

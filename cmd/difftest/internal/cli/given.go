@@ -3,7 +3,10 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
+
+	"github.com/kerneldiff/kerneldiff/difftest"
 )
 
 // noMatchMessage is the usage error of a run that selects no case: it
@@ -19,7 +22,32 @@ func noMatchMessage(fs *flag.FlagSet, suite string) string {
 	if len(given) == 0 {
 		return fmt.Sprintf("suite %s has no case to run", suite)
 	}
-	return fmt.Sprintf("no case of suite %s matches %s", suite, strings.Join(given, " "))
+	msg := fmt.Sprintf("no case of suite %s matches %s", suite, strings.Join(given, " "))
+	if f := fs.Lookup("run"); f != nil {
+		msg += runKernelHint(f.Value.String())
+	}
+	return msg
+}
+
+// runKernelHint names a --run pattern's kernel when it is none: a case
+// id is KERNEL/NAME, so a pattern whose literal start is "WORD/" (or
+// "^WORD/") asks for kernel WORD. It returns "; topk_transfrom is no
+// kernel (did you mean \"topk_transform\"? known: …)", or "" when the
+// pattern does not start with a kernel name or the name is a kernel's.
+func runKernelHint(run string) string {
+	re, err := regexp.Compile(run)
+	if err != nil {
+		return ""
+	}
+	prefix, _ := re.LiteralPrefix()
+	name, _, ok := strings.Cut(prefix, "/")
+	if !ok || name == "" {
+		return ""
+	}
+	if _, known := difftest.LookupKernel(name); known {
+		return ""
+	}
+	return "; " + difftest.UnknownName("kernel", name, difftest.KernelNames()) + " in --run"
 }
 
 // flagGiven reports whether flag name was set on the command line (as

@@ -18,6 +18,7 @@ func TestNoMatchNamesGivenFlags(t *testing.T) {
 		stderr string
 	}{
 		{"--run only", []string{"--run", "nomatch"}, "difftest: no case of suite testdata/small.toml matches --run \"nomatch\"\n"},
+		{"--run naming no kernel", []string{"--run", "^topk_transfrom/masked"}, "difftest: no case of suite testdata/small.toml matches --run \"^topk_transfrom/masked\"; unknown kernel \"topk_transfrom\" (did you mean \"topk_transform\"? known: norm_rope_store, topk_transform) in --run\n"},
 		{"--shard only", []string{"--shard", "7/8"}, "difftest: no case of suite testdata/small.toml matches --shard \"7/8\"\n"},
 		{"both (--run first)", []string{"--shard", "1/2", "--run", "masked"}, "difftest: no case of suite testdata/small.toml matches --run \"masked\" --shard \"1/2\"\n"},
 	}
