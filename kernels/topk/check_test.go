@@ -332,3 +332,35 @@ func tieSwap(c *difftest.Case, got, want []*difftest.Tensor) bool {
 	}
 	return true
 }
+
+// An L = 0 row has no picks (n = 0): any entry but −1 is also outside
+// [0, L), reported as out_of_range before the padding rule it breaks, as
+// docs/contracts/topk_transform.md's rule 1 states; without raw_indices
+// a slot read back through the row's table is a position past L too.
+func TestCheckEmptyRow(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		raw       bool
+		page, got []int32
+		msg       string
+	}{
+		{"a position", true, []int32{40, -1}, []int32{0, -1},
+			"row 1: raw_indices[1][0] = 0 is a pick at or past L = 0 (outside [0, L)); also 2 entries break the padding rule"},
+		{"a negative", true, []int32{-7, -1}, []int32{-7, -1},
+			"row 1: raw_indices[1][0] = -7 is outside [0, L = 0); also 2 entries break the padding rule"},
+		{"a slot of the row's own page, no raw_indices", false, []int32{40, -1}, nil,
+			"row 1: page_indices[1][0] = 40 is a pick at or past L: position 0 ≥ L = 0 (page_table[1][0] = 20, offset 0); also 1 entries break the padding rule"},
+	} {
+		c := handCase(t, 2, 2, tc.raw, [][]uint32{{fb(3), fb(2), fb(1)}, {}}, []int32{3, 0}, [][]int32{{10, 11}, {20, 21}})
+		want := runRef(t, c)
+		got := runRef(t, c)
+		setRow(got[0], 1, 2, tc.page)
+		if tc.raw {
+			setRow(got[1], 1, 2, tc.got)
+		}
+		r := Check(c, got, want)
+		if r.Message != tc.msg || r.Metrics["failed_rule"] != "out_of_range" {
+			t.Errorf("%s: got %q (%v)\nwant %q (out_of_range)", tc.name, r.Message, r.Metrics["failed_rule"], tc.msg)
+		}
+	}
+}
