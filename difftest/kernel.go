@@ -301,6 +301,12 @@ type RunError struct {
 	Lost bool
 }
 
+// ProgramSays opens the warning that carries an exec or serve program's
+// own note on a run it completed ("the program says: output 'b' still
+// holds only the poison: fill it in place"). Reports show such a warning
+// beside the failure it explains, not only among the footnotes.
+const ProgramSays = "the program says: "
+
 // Error returns "CLASS: MSG".
 func (e *RunError) Error() string { return fmt.Sprintf("%s: %s", e.Class, e.Msg) }
 

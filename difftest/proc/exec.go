@@ -573,7 +573,7 @@ func programNote(note string) string {
 		}
 		note = note[:cut] + "…"
 	}
-	return "the program says: " + note
+	return difftest.ProgramSays + note
 }
 
 // execDetail is a *CaptureError's message without the file name (the

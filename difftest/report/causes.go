@@ -256,7 +256,8 @@ func CaseList(recs []*difftest.Record, limit int) string {
 // Block renders cause number n (from 1) of a report as the table prints it
 // and JUnit's <system-out> holds it: the title; the diagnosis lines
 // (triage.DiagnosisLines) of its first case; that case's id, seed and
-// message, its worst elements that break the rule (difftest.Breaking, at
+// message, the program's note on it (a warning opening with
+// difftest.ProgramSays), its worst elements that break the rule (difftest.Breaking, at
 // most difftest.MaxWorst) and replay line(s); then, when it stands for
 // more, "N more cases like this: " and their ids (CaseList, at most limit).
 // Lines are indented as in the table, without a newline; text from the
@@ -268,6 +269,13 @@ func (c *Cause) Block(n, limit int) []string {
 		lines = append(lines, "  "+l)
 	}
 	lines = append(lines, fmt.Sprintf("  %s (seed %d): %s", difftest.SafeText(r.Case), r.Seed, difftest.SafeLine(r.Message)))
+	for _, w := range r.Warnings {
+		// The program's own word on the run (a hint such as "fill it in
+		// place") belongs beside the failure it explains.
+		if strings.HasPrefix(w, difftest.ProgramSays) {
+			lines = append(lines, "    "+difftest.SafeLine(w))
+		}
+	}
 	for _, e := range WorstShown(r) {
 		lines = append(lines, "    "+WorstLine(e))
 	}

@@ -159,3 +159,19 @@ func TestWorstLine(t *testing.T) {
 		}
 	}
 }
+
+// The program's note on a failing run (an output returned instead of
+// written: "fill it in place") is shown under the failure's message, not
+// only among the footnotes; other warnings stay there.
+func TestBlockShowsProgramNote(t *testing.T) {
+	r := failing("topk_transform/a", difftest.Unwritten, "page_indices[0][0]: never written", nil, nil)
+	r.Warnings = []string{"a warning of the harness", difftest.ProgramSays + "output 'page_indices' still holds only the poison: fill it in place"}
+	lines := Causes([]*difftest.Record{r})[0].Block(1, 0)
+	if len(lines) < 3 || lines[1] != "  topk_transform/a (seed 1): page_indices[0][0]: never written" ||
+		lines[2] != "    the program says: output 'page_indices' still holds only the poison: fill it in place" {
+		t.Errorf("block:\n%s", strings.Join(lines, "\n"))
+	}
+	if strings.Contains(strings.Join(lines, "\n"), "a warning of the harness") {
+		t.Errorf("a harness warning moved into the block:\n%s", strings.Join(lines, "\n"))
+	}
+}
