@@ -116,7 +116,7 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 	if err != nil {
 		return nil, unavailable("cannot find this program to start the GPU worker: %v", err)
 	}
-	spawn := workerSpawn(exe, []string{WorkerCommand, "--adapter", adapter, "--device", strconv.Itoa(opts.Device), "--driver", lib})
+	spawn := workerSpawn(exe, []string{WorkerCommand, "--adapter", adapter, "--device", strconv.Itoa(opts.Device), "--driver", lib}, opts.Timeout)
 	im, rerr := newImpl(opts.Timeout, spawn, packers())
 	if rerr != nil {
 		return nil, rerr

@@ -258,6 +258,15 @@ func TestCudasrcEmuEndToEnd(t *testing.T) {
 		t.Errorf("writes-input adapter: exit %d, want 1", code)
 	}
 
+	// A launch that never ends: the time-out's message quotes the
+	// emulator's hang report, naming the spinning block and thread.
+	code, stdout, _, recs = cudasrcRun(t, bin, root, drv, "cudasrc-emu:bridge/testdata/cudasrc/spin.cu", "--suite", "quick", "--run", "^topk_transform/lengths-k512$", "--timeout", "4s")
+	if r := recs["topk_transform/lengths-k512"]; code != 1 || r.Class != difftest.Timeout ||
+		!strings.Contains(r.Message, "emu: hang report: launch of grid (2, 1, 1), block (32, 1, 1) still running after 3600 ms") ||
+		!strings.Contains(r.Message, "emu: hang report: block (1, 0, 0): thread (0, 0, 0) runs, 0 of 32 threads returned") {
+		t.Errorf("spinning adapter: exit %d, %s %q, want a timeout naming block (1, 0, 0) thread (0, 0, 0):\n%s", code, r.Class, r.Message, stdout)
+	}
+
 	code, stdout, _, recs = cudasrcRun(t, bin, root, drv, "cudasrc-emu:bridge/testdata/cudasrc/trap.cu", "--suite", "quick", "--run", "^topk_transform/(lengths|equal|needle)")
 	if code != 1 || len(recs) != 4 {
 		t.Fatalf("trap adapter: exit %d, %d records, want 1 and 4:\n%s", code, len(recs), stdout)

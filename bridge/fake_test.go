@@ -90,6 +90,7 @@ func kdTestCopy(d *fakecuda.Driver, _, _ cuda.Dim3, args [][]byte) error {
 		_, err := d.Bytes(yp+1<<20, 1)
 		return err
 	case faultHang:
+		fmt.Fprintln(os.Stderr, "fake device: kd_test_copy spins in block (0,0,0)")
 		select {}
 	case faultCrash:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -260,7 +260,7 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 	if baseAbs != "" {
 		args = append(args, "--baseline", baseAbs)
 	}
-	im, rerr := newImpl(opts.Timeout, workerSpawn(exe, args), packers())
+	im, rerr := newImpl(opts.Timeout, workerSpawn(exe, args, opts.Timeout), packers())
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -283,11 +283,17 @@ func newDeviceImpl(opts difftest.ImplOptions, name, lib string) (*Impl, error) {
 // (exe) with args, in a process group of its own: a Ctrl-C at the
 // terminal reaches difftest, which reports and closes the worker, not the
 // worker mid-case (a spurious crash). It exits at the end of its requests
-// (EOF), also when difftest is killed.
-func workerSpawn(exe string, args []string) func() *exec.Cmd {
+// (EOF), also when difftest is killed. With a per-case timeout > 0 it
+// sets HangReportEnv to 9/10 of it, so an emulated launch still running
+// then prints where each block is before the harness kills the worker
+// (its message quotes it, lastWords).
+func workerSpawn(exe string, args []string, timeout time.Duration) func() *exec.Cmd {
 	return func() *exec.Cmd {
 		cmd := exec.Command(exe, args...)
 		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		if timeout > 0 {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", HangReportEnv, (timeout*9/10).Milliseconds()))
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd
 	}
@@ -434,6 +440,33 @@ func (w *workerProc) death() string {
 	return s
 }
 
+// HangReportEnv, in a worker's environment, is the milliseconds after
+// which an emulated launch still running prints, on stderr, where each of
+// its blocks is (kernels/emu/host_emu.h, "hang report"); the real driver
+// ignores it.
+const HangReportEnv = "KD_EMU_HANG_REPORT_MS"
+
+// lastWordsLines bounds what a time-out's message quotes of the killed
+// worker's output.
+const lastWordsLines = 8
+
+// lastWords is what a killed worker last printed, for a time-out's
+// message: "; its last output: LINE | LINE | …", its last lastWordsLines
+// non-empty lines (on the emulator, the hang report of where each block
+// was, host_emu.h's watchdog), or "" when it printed nothing.
+func (w *workerProc) lastWords() string {
+	var lines []string
+	for _, l := range strings.Split(w.out.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "; its last output: " + strings.Join(lines[max(0, len(lines)-lastWordsLines):], " | ")
+}
+
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
@@ -521,11 +554,14 @@ func (im *Impl) exchange(ctx context.Context, req *request, timeout time.Duratio
 	case <-timer.C:
 		w.kill()
 		im.w = nil
-		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed", timeout)}
+		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed%s", timeout, w.lastWords())}
 	case <-ctx.Done():
 		w.kill()
 		im.w = nil
-		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed"}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: fmt.Sprintf("ran past the %v time-out; GPU worker killed%s", timeout, w.lastWords())}
+		}
+		return reply{}, &difftest.RunError{Class: difftest.Timeout, Msg: "ran past the time-out (" + ctx.Err().Error() + "); GPU worker killed" + w.lastWords()}
 	}
 }
 

@@ -87,7 +87,9 @@ func TestWorkerFaultsAndRestart(t *testing.T) {
 		{"first case passes", faultNone, difftest.Pass, "", false},
 		{"illegal address", faultIllegal, difftest.IllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", true},
 		{"next case after illegal address", faultNone, difftest.Pass, "", false},
-		{"hang past the time-out", faultHang, difftest.Timeout, "time-out", true},
+		// A time-out quotes what the worker last printed (on the
+		// emulator, where each block was).
+		{"hang past the time-out", faultHang, difftest.Timeout, "time-out; GPU worker killed; its last output: fake device: kd_test_copy spins in block (0,0,0)", true},
 		{"next case after hang", faultNone, difftest.Pass, "", false},
 		{"worker crash", faultCrash, difftest.Crash, "signal: killed", true},
 		{"next case after crash", faultNone, difftest.Pass, "", false},

@@ -168,11 +168,26 @@ func RunGuarded(ctx context.Context, impl Impl, k Kernel, c *Case, outs []*Buffe
 		return r.info, &RunError{Class: Crash, Msg: r.err.Error()}
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// An implementation that honours ctx stops its run and says
+			// what it stopped (the GPU worker's or program's last
+			// output): wait briefly for that, the better message.
+			select {
+			case r := <-done:
+				var re *RunError
+				if errors.As(r.err, &re) && re.Class == Timeout {
+					return r.info, re
+				}
+			case <-time.After(timeoutReportGrace):
+			}
 			return RunInfo{}, &RunError{Class: Timeout, Msg: fmt.Sprintf("ran past the %v time-out", timeout)}
 		}
 		return RunInfo{}, &RunError{Class: Timeout, Msg: "interrupted: " + ctx.Err().Error()}
 	}
 }
+
+// timeoutReportGrace is how long RunGuarded waits, after a case's
+// time-out, for the implementation's own time-out report.
+const timeoutReportGrace = 2 * time.Second
 
 // panicFrame picks the first stack frame below the runtime's panic
 // machinery: "file.go:123".

@@ -14,6 +14,22 @@ import (
 // is given: per run of the implementation on one case.
 const DefaultTimeout = 2 * time.Minute
 
+// QuickTimeout is the --timeout of `difftest run --suite quick` when none
+// is given: the quick suite's cases are small (a few seconds each on the
+// CPU emulator of a loaded 2-core machine), so a hang is reported in a
+// minute, not two.
+const QuickTimeout = time.Minute
+
+// DefaultTimeoutFor is the --timeout `difftest run --suite suite` takes
+// when none is given: QuickTimeout for the embedded quick suite,
+// DefaultTimeout for every other suite, file or folder.
+func DefaultTimeoutFor(suite string) time.Duration {
+	if suite == "quick" {
+		return QuickTimeout
+	}
+	return DefaultTimeout
+}
+
 // ReplayOptions are the run flags a replay command must repeat: each one
 // can change a case's verdict (--timeout turns a slow case into a
 // time-out, --fatbin and --device pick what runs).
@@ -25,7 +41,7 @@ type ReplayOptions struct {
 	Impl    string
 	Fatbin  string        // --fatbin, "" when not given
 	Device  int           // --device, repeated when not 0
-	Timeout time.Duration // --timeout, repeated when not DefaultTimeout
+	Timeout time.Duration // --timeout, repeated when not the command's default (DefaultTimeoutFor the suite; DefaultTimeout for replay)
 	// Params are the run's --param NAME=VALUE, in order: ReplayCommand
 	// repeats them (a capture file holds the params it ran with).
 	Params []string
@@ -40,8 +56,8 @@ func (o ReplayOptions) prog() string {
 
 // flags renders the verdict-changing flags other than --suite, --seed,
 // --impl and --run: " --fatbin PATH --device N --timeout D", each only
-// when it differs from the default.
-func (o ReplayOptions) flags() string {
+// when it differs from the default (def: the command's --timeout).
+func (o ReplayOptions) flags(def time.Duration) string {
 	var b strings.Builder
 	if o.Fatbin != "" {
 		b.WriteString(" --fatbin " + ShellQuote(o.Fatbin))
@@ -49,7 +65,7 @@ func (o ReplayOptions) flags() string {
 	if o.Device != 0 {
 		fmt.Fprintf(&b, " --device %d", o.Device)
 	}
-	if o.Timeout != DefaultTimeout {
+	if o.Timeout != def {
 		b.WriteString(" --timeout " + o.Timeout.String())
 	}
 	return b.String()
@@ -66,7 +82,7 @@ func ReplayCommand(o ReplayOptions, caseID string, seed uint64) string {
 		ps.WriteString(" --param " + ShellQuote(p))
 	}
 	return fmt.Sprintf("%s run --suite %s --seed %d --impl %s --run %s%s%s", o.prog(),
-		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"), o.flags(), ps.String())
+		ShellQuote(o.Suite), seed, ShellQuote(o.Impl), singleQuote("^"+regexp.QuoteMeta(caseID)+"$"), o.flags(DefaultTimeoutFor(o.Suite)), ps.String())
 }
 
 // ReplayCaptureLine returns
@@ -76,7 +92,7 @@ func ReplayCommand(o ReplayOptions, caseID string, seed uint64) string {
 // the command that re-runs a capture file (--save-failures, or the one
 // `difftest replay` was given) with the same implementation and flags.
 func ReplayCaptureLine(o ReplayOptions, file string) string {
-	return fmt.Sprintf("%s replay --impl %s%s %s", o.prog(), ShellQuote(o.Impl), o.flags(), ShellQuote(file))
+	return fmt.Sprintf("%s replay --impl %s%s %s", o.prog(), ShellQuote(o.Impl), o.flags(DefaultTimeout), ShellQuote(file))
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)

@@ -119,6 +119,8 @@
 #include <deque>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <bit>
 #include <functional>
 #include <map>
@@ -396,6 +398,13 @@ struct Block {
     int traps = 0;
     void *sched_race = nullptr; /* the checker's fiber of the scheduler */
     char done_sync = 0;         /* fibers release it as they end */
+    /* For the hang report (launch): the linear index of the block being
+     * run (~0 between blocks), the thread last switched to and how many
+     * of its threads have returned. Written by the worker, read by the
+     * watchdog. */
+    std::atomic<unsigned long long> at_block{~0ull};
+    std::atomic<unsigned> at_thread{~0u};
+    std::atomic<unsigned> finished{0};
 };
 
 /* The block the calling worker runs. */
@@ -734,10 +743,13 @@ inline void run_block(Block &blk, unsigned long long b, dim3 grid, dim3 block, s
     gridDim = grid;
     blockDim = block;
     if (smem > 0) std::memset(kd_emu_dynamic_smem, 0xA5, smem);
+    blk.finished.store(0, std::memory_order_relaxed);
+    blk.at_block.store(b, std::memory_order_relaxed);
     while (!blk.ready.empty()) {
         Fiber *f = blk.ready.front();
         blk.ready.pop_front();
         blk.current = f;
+        blk.at_thread.store(f->tid, std::memory_order_relaxed);
         threadIdx = f->idx;
         race::switch_to(f->race, true);
 #if KD_EMU_FAST_SWITCH
@@ -745,7 +757,9 @@ inline void run_block(Block &blk, unsigned long long b, dim3 grid, dim3 block, s
 #else
         swapcontext(&blk.sched, &f->ctx);
 #endif
+        if (f->done) blk.finished.fetch_add(1, std::memory_order_relaxed);
     }
+    blk.at_block.store(~0ull, std::memory_order_relaxed);
     race::acquire(&blk.done_sync); /* the block's accesses before the next block's, and the host's */
     for (unsigned t = 0; t < n; ++t) {
         if (!blk.fibers[t].done) {
@@ -772,6 +786,79 @@ inline unsigned workers()
 #endif
 }
 
+/* hang_report_ms is KD_EMU_HANG_REPORT_MS (the harness's worker sets it
+ * to 9/10 of its per-case time-out, bridge.HangReportEnv): after that
+ * many milliseconds a launch still running prints where each block is;
+ * 0 (unset, or not a positive number) never. */
+inline long hang_report_ms()
+{
+    static const long ms = [] {
+        const char *e = std::getenv("KD_EMU_HANG_REPORT_MS");
+        const long v = e && *e ? std::strtol(e, nullptr, 10) : 0;
+        return v > 0 ? v : 0;
+    }();
+    return ms;
+}
+
+/* Watchdog prints the hang report of one launch once its time is up:
+ * the grid, how many blocks were started, and for each block being run
+ * its index, the thread last switched to (the one spinning, in a block
+ * that waits for a flag no one sets) and how many threads returned. The
+ * report goes to stderr, which the harness quotes in the case's timeout
+ * message. Blocks register while they run a launch's blocks (add, drop). */
+struct Watchdog {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool over = false;
+    std::vector<const Block *> running;
+    std::thread t;
+
+    Watchdog(long ms, dim3 grid, dim3 block, unsigned long long blocks, const std::atomic<unsigned long long> &next)
+    {
+        if (ms <= 0) return;
+        t = std::thread([this, ms, grid, block, blocks, &next] {
+            std::unique_lock<std::mutex> l(mu);
+            if (cv.wait_for(l, std::chrono::milliseconds(ms), [this] { return over; })) return;
+            const unsigned long long started = std::min(next.load(std::memory_order_relaxed), blocks);
+            std::fprintf(stderr,
+                         "emu: hang report: launch of grid (%u, %u, %u), block (%u, %u, %u) still running after %ld ms; "
+                         "%llu of %llu blocks started\n",
+                         grid.x, grid.y, grid.z, block.x, block.y, block.z, ms, started, blocks);
+            const unsigned n = block.x * block.y * block.z;
+            for (const Block *b : running) {
+                const unsigned long long i = b->at_block.load(std::memory_order_relaxed);
+                if (i == ~0ull) continue;
+                const unsigned th = b->at_thread.load(std::memory_order_relaxed);
+                std::fprintf(stderr,
+                             "emu: hang report: block (%llu, %llu, %llu): thread (%u, %u, %u) runs, %u of %u threads returned\n",
+                             i % grid.x, i / grid.x % grid.y, i / (1ull * grid.x * grid.y), th % block.x,
+                             th / block.x % block.y, th / (block.x * block.y), b->finished.load(std::memory_order_relaxed), n);
+            }
+            std::fflush(stderr);
+        });
+    }
+    void add(const Block *b)
+    {
+        std::lock_guard<std::mutex> l(mu);
+        running.push_back(b);
+    }
+    void drop(const Block *b)
+    {
+        std::lock_guard<std::mutex> l(mu);
+        running.erase(std::find(running.begin(), running.end(), b));
+    }
+    ~Watchdog()
+    {
+        if (!t.joinable()) return;
+        {
+            std::lock_guard<std::mutex> l(mu);
+            over = true;
+        }
+        cv.notify_one();
+        t.join();
+    }
+};
+
 /* launch runs body as a grid of blocks, with smem bytes of dynamic shared
  * memory per block, and returns how many threads trapped. A launch the
  * device would refuse aborts with a message naming the rule. Blocks run
@@ -790,6 +877,7 @@ inline int launch(dim3 grid, dim3 block, size_t smem, const std::function<void()
     race::Hidden hidden; /* the scheduler's own state; host code runs before and after */
     std::atomic<unsigned long long> next{1};
     std::atomic<int> traps{0};
+    Watchdog dog(hang_report_ms(), grid, block, blocks, next);
     /* work runs block `first` (none: ~0), then the next blocks not taken. */
     auto work = [&](unsigned long long first) {
         Block blk;
@@ -801,11 +889,13 @@ inline int launch(dim3 grid, dim3 block, size_t smem, const std::function<void()
         std::vector<void *> &rf = race_fibers(n);
         for (unsigned t = 0; t < n; ++t) blk.fibers[t].race = rf[t];
 #endif
+        dog.add(&blk);
         for (unsigned long long b = first; b < blocks || (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;
              b = ~0ull) {
             run_block(blk, b, grid, block, smem);
             traps.fetch_add(blk.traps, std::memory_order_relaxed);
         }
+        dog.drop(&blk);
         give_stacks(blk.stacks);
     };
     const unsigned long long w = std::min<unsigned long long>(workers(), blocks);

@@ -209,13 +209,42 @@ __device__ __forceinline__ void clear_hist(Shared &s)
     __syncthreads();
 }
 
+/* PageRow is the page table of one row: its entries, log2 of the page
+ * size, the table's row stride (max_pages) and how many entries the table
+ * holds from row's start to its end (only the page-translation fault
+ * builds read past the row, and never past that). */
+struct PageRow {
+    const int32_t *row;
+    int log2_page;
+    int64_t max_pages;
+    int64_t left;
+};
+
 /* slot_of maps row position i to its cache slot:
  * page_table_row[i >> log2_page] * P + (i & (P-1)), in 64-bit. */
-__device__ __forceinline__ int32_t slot_of(const int32_t *page_row, int64_t i, int log2_page)
+__device__ __forceinline__ int32_t slot_of(const PageRow &pr, int64_t i)
 {
-    const int64_t page = page_row[i >> log2_page];
-    const int64_t in_page = i & ((int64_t{1} << log2_page) - 1);
-    return static_cast<int32_t>(page * (int64_t{1} << log2_page) + in_page);
+#if defined(KD_FAULT_TOPK_PAGE_SIZE_64)
+    /* Fault: 64-token pages whatever P is; -1 past the row's entries. */
+    if ((i >> 6) >= pr.max_pages) return -1;
+    return static_cast<int32_t>(int64_t{pr.row[i >> 6]} * 64 + (i & 63));
+#else
+#if defined(KD_FAULT_TOPK_PAGE_OFF_BY_ONE)
+    /* Fault: the entry after the position's page (the next row's first
+     * past a row's last); -1 past the whole table. */
+    const int64_t at = (i >> pr.log2_page) + 1;
+    if (at >= pr.left) return -1;
+    const int64_t page = pr.row[at];
+#else
+    const int64_t page = pr.row[i >> pr.log2_page];
+#endif
+#ifdef KD_FAULT_TOPK_NO_OFFSET
+    const int64_t in_page = 0; /* Fault: the offset within the page dropped. */
+#else
+    const int64_t in_page = i & ((int64_t{1} << pr.log2_page) - 1);
+#endif
+    return static_cast<int32_t>(page * (int64_t{1} << pr.log2_page) + in_page);
+#endif
 }
 
 /* histogram_digit counts, into s.hist, digit (key >> shift) & (2^bits - 1)
@@ -280,8 +309,8 @@ __device__ __forceinline__ uint32_t gather_candidates(Shared &s, const Row &row,
 
 /* emit writes selected position i, whose value has f32 bits `bits`, to
  * output slot r. */
-__device__ __forceinline__ void emit(int32_t *out_page, int32_t *out_raw, const int32_t *page_row,
-                                     int log2_page, uint32_t r, int64_t i, uint32_t bits)
+__device__ __forceinline__ void emit(int32_t *out_page, int32_t *out_raw, const PageRow &pr, uint32_t r,
+                                     int64_t i, uint32_t bits)
 {
 #ifdef KD_FAULT_TOPK_FLT_MAX_SENTINEL
     /* Fault: rows are padded with -FLT_MAX, so -inf (and -NaN) picks lose to
@@ -303,7 +332,7 @@ __device__ __forceinline__ void emit(int32_t *out_page, int32_t *out_raw, const 
 #else
     (void)bits;
 #endif
-    out_page[r] = slot_of(page_row, i, log2_page);
+    out_page[r] = slot_of(pr, i);
     if (out_raw != nullptr) out_raw[r] = static_cast<int32_t>(i);
 }
 
@@ -326,6 +355,7 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
 #else
     const int32_t *page_row = p.page_table + b * p.max_pages;
 #endif
+    const PageRow pr{page_row, p.log2_page, p.max_pages, int64_t{p.batch} * p.max_pages - (page_row - p.page_table)};
     int32_t *out_page = p.page_indices + b * K;
     int32_t *out_raw = p.raw_indices != nullptr ? p.raw_indices + b * K : nullptr;
 
@@ -357,7 +387,7 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
                 continue;
             }
 #endif
-            out_page[j] = raw >= 0 ? slot_of(page_row, raw, p.log2_page) : -1;
+            out_page[j] = raw >= 0 ? slot_of(pr, raw) : -1;
             if (out_raw != nullptr) out_raw[j] = raw;
         }
         return;
@@ -450,17 +480,17 @@ __device__ __forceinline__ void topk_row(const kd_topk_params &p, Shared &s)
         const uint32_t excl = block_scan(packed, s.warp_sums, &total) - packed;
         if (above) {
             const uint32_t r = base_above + (excl & 0xFFFFu);
-            if (r < n_above && r < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, r, i, bits);
+            if (r < n_above && r < static_cast<uint32_t>(K)) emit(out_page, out_raw, pr, r, i, bits);
         }
         if (tie && fill_ties) {
             const uint32_t r = base_tie + (excl >> 16);
 #ifdef KD_FAULT_TOPK_DUP_ON_PLATEAU
-            if (dup_plateau && r == 0 && n_above + 1 < static_cast<uint32_t>(K)) emit(out_page, out_raw, page_row, p.log2_page, n_above + 1, i, bits);
+            if (dup_plateau && r == 0 && n_above + 1 < static_cast<uint32_t>(K)) emit(out_page, out_raw, pr, n_above + 1, i, bits);
             if (!(dup_plateau && r == 1) && r < n_ties && n_above + r < static_cast<uint32_t>(K))
-                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, bits);
+                emit(out_page, out_raw, pr, n_above + r, i, bits);
 #else
             if (r < n_ties && n_above + r < static_cast<uint32_t>(K))
-                emit(out_page, out_raw, page_row, p.log2_page, n_above + r, i, bits);
+                emit(out_page, out_raw, pr, n_above + r, i, bits);
 #endif
         }
         base_above += total & 0xFFFFu;

@@ -44,7 +44,7 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation: cuda, emu (the CUDA source on the CPU emulator), cudasrc:PATH or cudasrc-emu:PATH (your own CUDA source and its adapter, docs/byo.md), reference, mutant:NAME, exec:CMD or serve:CMD (required in a build without cuda)")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.Var(deviceFlag{f}, "device", "CUDA device `N`, a list 0,2,3, or all: one worker per device, cases spread across them (cuda, emu)")
-	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
+	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error); run --suite quick defaults to 1m")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
 	fs.Var(&f.diagnose, "diagnose", diagnoseUsage)
@@ -203,6 +203,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&params, "param", "set suite param `NAME=VALUE` in every case --run selects that takes it, e.g. accum_bits=8 (repeatable; see difftest list families)")
 	if code, ok := parseFlagsOnly(fs, args, "run", stderr); !ok {
 		return code
+	}
+	if !flagGiven(fs, "timeout") {
+		f.timeout = difftest.DefaultTimeoutFor(*suiteName)
 	}
 	if err := checkTimeout(f.timeout); err != nil {
 		return usageErr(stderr, "%v", err)

@@ -81,7 +81,15 @@ var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
 	"sumline":    func(rep *report.Report) string { return SummaryLine(reportSummary(rep)) },
 	"causes":     func(rep *report.Report) []*report.Cause { return report.Causes(rep.Records) },
 	"nfailed":    func(cs []*report.Cause) int { return casesOf(cs) },
-	"matrix":     func(rep *report.Report) []MatrixRow { return Matrix(rep.Records) },
+	"matrix": func(rep *report.Report) []MatrixRow {
+		tested, _ := SplitUntested(Matrix(rep.Records))
+		return tested
+	},
+	"untested": func(rep *report.Report) string {
+		_, untested := SplitUntested(Matrix(rep.Records))
+		return strings.Join(untested, ", ")
+	},
+	"drivercuda": driverCUDA,
 	"histograms": kernelHistograms,
 	"diaglines":  triage.DiagnosisLines,
 	"breaking":   report.WorstShown,
@@ -364,8 +372,9 @@ figcaption{font-size:12px;color:#555}.fail-case{margin:10px 0 16px;padding-left:
 {{$m := matrix $run}}{{if $m}}<table class="matrix" id="matrix-{{$ri}}"><tr><th>kernel</th><th>family</th><th>passed</th><th>failed</th><th>not tested</th></tr>
 {{range $m}}<tr{{if .FirstOfItsKernel}} class="first"{{end}}><td>{{if .FirstOfItsKernel}}<b>{{.Kernel}}</b>{{end}}</td><td>{{.Family}}</td><td class="n{{if .Pass}} pass{{end}}">{{.Pass}}</td><td class="n{{if .Fail}} fail{{end}}">{{.Fail}}</td><td class="n{{if .Skip}} skip{{end}}">{{.Skip}}</td></tr>
 {{end}}</table>{{end}}
+{{with untested $run}}<p class="muted">not tested at all (every case skipped: not implemented or declined): {{.}}</p>{{end}}
 <table>{{with prop $run.Header "device"}}<tr><th>device</th><td>{{.}}</td></tr>{{end}}{{with prop $run.Header "impl_version"}}<tr><th>implementation</th><td><code>{{.}}</code></td></tr>{{end}}
-{{if or (prop $run.Header "driver") (prop $run.Header "cuda")}}<tr><th>driver / CUDA</th><td>{{prop $run.Header "driver"}} / {{prop $run.Header "cuda"}}</td></tr>{{end}}
+{{with drivercuda $run.Header}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}
 {{with prop $run.Header "fatbin_sha256"}}<tr><th>fatbin SHA-256</th><td><code>{{.}}</code></td></tr>{{end}}{{with $run.Header.Params}}<tr><th>--param</th><td>{{range $i, $p := .}}{{if $i}}, {{end}}<code>{{$p}}</code>{{end}} (set in every case that takes them)</td></tr>{{end}}
 <tr><th>generator</th><td>version {{$run.Header.GeneratorVersion}}</td></tr>
 {{if $run.Header.Shard}}<tr><th>shard</th><td>{{$run.Header.Shard}}</td></tr>{{end}}{{if $run.Header.MergedShards}}<tr><th>merged</th><td>{{$run.Header.MergedShards}} shards</td></tr>{{end}}
@@ -403,3 +412,19 @@ figcaption{font-size:12px;color:#555}.fail-case{margin:10px 0 16px;padding-left:
 <p class="muted">kerneldiff · this page is self-contained: no scripts, fonts or images from the network.</p>
 </body></html>
 `
+
+// driverCUDA is the header's driver and CUDA row as [label, value]:
+// "driver / CUDA" with both, "driver" or "CUDA" with one (a row of
+// "/ 13.0" read as a broken field), nil with neither.
+func driverCUDA(h difftest.Header) []string {
+	d, c := h.Properties[difftest.PropDriver], h.Properties[difftest.PropCUDA]
+	switch {
+	case d != "" && c != "":
+		return []string{"driver / CUDA", d + " / " + c}
+	case d != "":
+		return []string{"driver", d}
+	case c != "":
+		return []string{"CUDA", c}
+	}
+	return nil
+}

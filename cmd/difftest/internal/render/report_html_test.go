@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"reflect"
@@ -136,5 +137,27 @@ func TestWriteHTMLServeRun(t *testing.T) {
 	}
 	if n := strings.Count(page, `<div class="fail-case">`); n != 2 {
 		t.Errorf("%d failure blocks, want one per cause", n)
+	}
+}
+
+// The page's driver row shows what the run has ("CUDA 13.0" alone, not
+// "/ 13.0"), and the family table leaves out a kernel the implementation
+// tested no case of, naming it on one line instead.
+func TestWriteHTMLPartialHeaderAndUntestedKernel(t *testing.T) {
+	recs := manyOfOneCause()
+	for i := range 3 {
+		recs = append(recs, &difftest.Record{Type: "case", Case: fmt.Sprintf("indexer_logits/fp8/c%d", i), Kernel: "indexer_logits", Family: "fp8", Verdict: difftest.VerdictSkip, Class: difftest.Unavailable, Message: "the serve program implements topk_transform, not indexer_logits"})
+	}
+	run := &report.Report{
+		Header:  difftest.Header{Suite: "default", Impl: "serve:x", Seed: 1, Properties: map[string]string{difftest.PropCUDA: "13.0"}},
+		Records: recs,
+	}
+	page := renderHTML(t, &HTMLReport{Runs: []*report.Report{run}})
+	texttest.Contains(t, "page", page,
+		"<tr><th>CUDA</th><td>13.0</td></tr>",
+		`<p class="muted">not tested at all (every case skipped: not implemented or declined): indexer_logits (3 cases)</p>`,
+	)
+	if strings.Contains(page, "<b>indexer_logits</b>") || strings.Contains(page, "/ 13.0") {
+		t.Errorf("the family table lists the untested kernel, or the driver row has an empty side")
 	}
 }

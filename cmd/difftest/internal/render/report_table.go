@@ -422,3 +422,38 @@ func metricLegend(recs []*difftest.Record) []string {
 	}
 	return append([]string{"METRIC of an ok row, how close it came (not a verdict):"}, lines...)
 }
+
+// SplitUntested divides Matrix's rows into those of kernels with at least
+// one tested case (passed or failed) and the names of kernels whose every
+// case was not tested (an implementation that does not offer the kernel,
+// or declines each of its cases), with how many cases each has: the HTML
+// report's family table shows the first, one line names the others.
+func SplitUntested(rows []MatrixRow) (tested []MatrixRow, untested []string) {
+	type count struct{ tested, all int }
+	byKernel := map[string]*count{}
+	var order []string
+	for _, r := range rows {
+		c, ok := byKernel[r.Kernel]
+		if !ok {
+			c = &count{}
+			byKernel[r.Kernel] = c
+			order = append(order, r.Kernel)
+		}
+		c.tested += r.Pass + r.Fail
+		c.all += r.Pass + r.Fail + r.Skip
+	}
+	for _, r := range rows {
+		if byKernel[r.Kernel].tested > 0 {
+			tested = append(tested, r)
+		}
+	}
+	for i := range tested {
+		tested[i].FirstOfItsKernel = i == 0 || tested[i-1].Kernel != tested[i].Kernel
+	}
+	for _, k := range order {
+		if c := byKernel[k]; c.tested == 0 {
+			untested = append(untested, fmt.Sprintf("%s (%d %s)", k, c.all, map[bool]string{true: "case", false: "cases"}[c.all == 1]))
+		}
+	}
+	return tested, untested
+}

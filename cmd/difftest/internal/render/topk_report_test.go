@@ -28,7 +28,7 @@ func TestReportDetails(t *testing.T) {
 		{"topk-page-row0", "gaussian", "a wrong slot is not a missing pick",
 			map[string]any{"K": int64(64), "P": int64(4), "lengths": ints(500, 300)},
 			`FAIL +topk_transform/report +mismatch +wrong_slots=64 `,
-			`(?m)^    worst page_indices\[1\]\[0\]: got \d+, want \d+ = slot\(raw \d+\)`},
+			`(?m)^    worst page_indices\[1\]\[0\]: got \d+ \(page \d+ offset \d+\), want \d+ = slot\(raw \d+\) = page_table\[1\]\[\d+\]·P \+ \d+ = \d+·\d+ \+ \d+`},
 		// One fp16 coarse bin: selection by the coarse key misses picks.
 		{"topk-coarse-only", "lowcontrast", "rule 3 lists score positions",
 			map[string]any{"K": int64(64), "P": int64(4), "lengths": ints(16384)},
