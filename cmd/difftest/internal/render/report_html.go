@@ -77,10 +77,10 @@ func WriteHTML(w io.Writer, r *HTMLReport) error {
 }
 
 var htmlPage = template.Must(template.New("page").Funcs(template.FuncMap{
-	"summary":    func(rep *report.Report) difftest.Summary { return reportSummary(rep) },
-	"sumline":    func(rep *report.Report) string { return SummaryLine(reportSummary(rep)) },
-	"causes":     func(rep *report.Report) []*report.Cause { return report.Causes(rep.Records) },
-	"nfailed":    func(cs []*report.Cause) int { return casesOf(cs) },
+	"summary": func(rep *report.Report) difftest.Summary { return reportSummary(rep) },
+	"sumline": func(rep *report.Report) string { return SummaryLine(reportSummary(rep)) },
+	"causes":  func(rep *report.Report) []*report.Cause { return report.Causes(rep.Records) },
+	"nfailed": func(cs []*report.Cause) int { return casesOf(cs) },
 	"matrix": func(rep *report.Report) []MatrixRow {
 		tested, _ := SplitUntested(Matrix(rep.Records))
 		return tested
