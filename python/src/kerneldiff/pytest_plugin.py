@@ -409,8 +409,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     for item in items:
         info = _info(item)
         if info is not None:
-            item.extra_keyword_matches.add(info.family)
-            item.extra_keyword_matches.add(info.kernel)
+            item.extra_keyword_matches.update(k for k in (info.family, info.kernel) if k)
 
 
 def _info(item: pytest.Item) -> Optional[CaseInfo]:
