@@ -273,8 +273,10 @@ def test_two_files_may_implement_one_contract(pytester, difftest):
      ["--kerneldiff-impl=reference"], "suite 'quick' has no case of topk"),
     ("def test_x(kerneldiff_case):\n    pass\n", ["--kerneldiff-impl=reference", "--kerneldiff-args=--run x"],
      "--kerneldiff-args must not set -run"),
+    ("def test_x(kerneldiff_case):\n    pass\n", ["--kerneldiff-impl=reference", "--kerneldiff-args=--failfast"],
+     "--kerneldiff-args must not set -failfast"),
 ], ids=["registers-nothing", "unknown-marker-keyword", "unknown-suite", "negative-seed", "unknown-kernel",
-        "args-set-run"])
+        "args-set-run", "args-set-failfast"])
 def test_bad_settings_are_collection_errors(pytester, difftest, source, args, error):
     pytester.makepyfile(test_x=source)
     r = run(pytester, difftest, *args)

@@ -297,6 +297,9 @@ def _resolve(config: pytest.Config, module_file: str, marker: Optional[pytest.Ma
         if a.startswith("-") and flag in ("suite", "seed", "impl", "run", "json", "repeat", "shard"):
             raise PluginError(f"kerneldiff: --kerneldiff-args must not set -{flag}: the plugin sets it "
                               "(use --kerneldiff-suite/-seed/-impl, -k to select cases)")
+        if a.startswith("-") and flag == "failfast":
+            raise PluginError("kerneldiff: --kerneldiff-args must not set -failfast: the cases after the first "
+                              "failure would have no verdict (pytest's -x stops the run instead)")
     settings = Settings(_find_difftest(config), suite, seed, impl, args, str(config.invocation_params.dir))
     kernels = _names(kw.get("kernels"), "kernels")
     select = kw.get("select")
@@ -526,7 +529,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Optional[object]:
 def _properties(rec: Dict[str, Any]) -> List[Tuple[str, str]]:
     props = [("kerneldiff_case", rec.get("case", "")), ("kerneldiff_verdict", rec.get("verdict", ""))]
     for key in ("class", "key_metric", "seed", "generator_version", "input_sha256", "impl", "device",
-                "kernel_time_ns", "wall_time_ns", "message", "diagnosis_note", "replay", "capture"):
+                "kernel_time_ns", "wall_time_ns", "message", "diagnosis_note", "replay", "capture", "replay_capture"):
         v = rec.get(key)
         if v not in (None, ""):
             props.append((f"kerneldiff_{key}", str(v)))
