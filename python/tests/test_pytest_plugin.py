@@ -186,8 +186,8 @@ def test_xdist_gives_the_same_verdicts(pytester, difftest):
             raise
         pytest.skip("pytest-xdist is not installed (scripts/setup-pytools pins it)")
     pytester.makepyfile(test_ops=WRONG_TOPK, test_good=GOOD_TOPK)
-    serial = run(pytester, difftest, "-v")
-    par = run(pytester, difftest, "-v", "-n", "2")
+    serial = run(pytester, difftest, "-v", f"--junitxml={pytester.path / 'serial.xml'}")
+    par = run(pytester, difftest, "-v", "-n", "2", f"--junitxml={pytester.path / 'par.xml'}")
     assert "2 workers" in par.stdout.str() or "created: 2/2 workers" in par.stdout.str(), par.stdout.str()[:2000]
     par.assert_outcomes(failed=21, passed=21, skipped=34)
     serial.assert_outcomes(failed=21, passed=21, skipped=34)
@@ -205,6 +205,16 @@ def test_xdist_gives_the_same_verdicts(pytester, difftest):
 
     assert len(by_node(serial)) == 76
     assert by_node(par) == by_node(serial)
+
+    def run_cases(xml):
+        return [int(p.get("value")) for p in ET.parse(pytester.path / xml).getroot().iter("property")
+                if p.get("name") == "kerneldiff_run_cases"]
+
+    # serially one run per file gives every verdict; a worker batches the
+    # items it has been handed (runs of more than one case)
+    assert run_cases("serial.xml") == [38] * 76
+    par_cases = run_cases("par.xml")
+    assert len(par_cases) == 76 and max(par_cases) > 1 and min(par_cases) >= 1, par_cases
 
 
 def test_mutant_impl_diagnosis_and_seed(pytester, difftest):

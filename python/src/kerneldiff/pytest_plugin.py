@@ -441,6 +441,7 @@ class KerneldiffCase:
         self._item = item
         self._state = state
         self._record: Optional[Dict[str, Any]] = None
+        self._run_cases = 0
         self._checked = False
 
     @property
@@ -461,7 +462,7 @@ class KerneldiffCase:
             message holds the exit status and the end of difftest's output.
         """
         if self._record is None:
-            self._record = self._state.record(self.info, self._item)
+            self._record, self._run_cases = self._state.record(self.info, self._item)
         return self._record
 
     def check(self) -> None:
@@ -482,6 +483,8 @@ class KerneldiffCase:
             pytest.fail(str(e), pytrace=False)
         for name, value in _properties(rec):
             self._item.user_properties.append((name, value))
+        # how many cases the difftest run that gave this verdict covered
+        self._item.user_properties.append(("kerneldiff_run_cases", str(self._run_cases)))
         verdict = rec.get("verdict")
         if verdict == "pass":
             return
@@ -707,7 +710,9 @@ class _State:
                 ids.append(other.case)
         return ids
 
-    def record(self, info: CaseInfo, item: pytest.Item) -> Dict[str, Any]:
+    def record(self, info: CaseInfo, item: pytest.Item) -> Tuple[Dict[str, Any], int]:
+        """The case's record and the number of cases its run covers,
+        starting a run when none covers the case yet."""
         key = (info.settings, info.case)
         with self.lock:
             run = self.by_case.get(key)
@@ -719,7 +724,7 @@ class _State:
         rec = run.wait(info.case)
         if rec is None:
             raise PluginError(run.missing(info.case))
-        return rec
+        return rec, len(run.ids)
 
     def mutant_faults(self, settings: Settings) -> Dict[str, str]:
         with self.lock:
