@@ -68,6 +68,7 @@ __all__ = [
     "CaseInfo",
     "Settings",
     "PluginError",
+    "failure_message",
     "FIXTURE",
     "MARKER",
 ]
