@@ -3,6 +3,8 @@ import sys
 
 import pytest
 
+pytest_plugins = ["pytester"]  # test_pytest_plugin.py runs pytest on files it writes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(ROOT, "examples")

@@ -21,6 +21,9 @@ Public names:
 - :func:`capture` writes a capture file from live tensors; :func:`record`
   wraps an op so its real calls are captured; :class:`arg` names an op
   argument as a params value.
+- :mod:`kerneldiff.pytest_plugin`: the pytest plugin (entry point
+  ``pytest11``): a test taking the ``kerneldiff_case`` fixture becomes one
+  pytest item per case of a suite.
 - :mod:`kerneldiff.numerics`: bf16, e4m3fn, e2m1 (FP4) and ue8m0
   encoders/decoders, key32.
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,7 @@ import (
 func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("list", stderr)
 	suiteName := fs.String("suite", "default", "suite `NAME|FILE` of list cases: an embedded suite (see difftest list suites) or a TOML file")
-	asJSON := fs.Bool("json", false, "list contracts: print the contracts as JSON (python/src/kerneldiff/contracts.json is this output)")
+	asJSON := fs.Bool("json", false, "list contracts: print the contracts as JSON (python/src/kerneldiff/contracts.json is this output); list cases: one JSON object per case and line (case, index, kernel, family, file)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -36,8 +37,8 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if len(pos) > 1 {
 		return usageErr(stderr, "list takes one of suites, cases, impls, mutants, families, contracts")
 	}
-	if *asJSON && what != "contracts" {
-		return usageErr(stderr, "list %s: --json goes with list contracts", what)
+	if *asJSON && what != "contracts" && what != "cases" {
+		return usageErr(stderr, "list %s: --json goes with list contracts or list cases", what)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	defer tw.Flush()
@@ -70,6 +71,10 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			tw.Flush()
 			return fail(stderr, err, difftest.Summary{})
 		}
+		if *asJSON {
+			tw.Flush()
+			return writeCasesJSON(stdout, stderr, s)
+		}
 		fmt.Fprintln(tw, "CASE\tFAMILY\tFILE")
 		for _, c := range s.Cases {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Spec.ID(), c.Spec.Family, c.File)
@@ -98,6 +103,29 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	default:
 		return usageErr(stderr, "list %s: want suites, cases, impls, mutants, families or contracts", what)
+	}
+	return difftest.ExitPass
+}
+
+// caseLine is one line of list cases --json: what a program that maps the
+// cases onto its own tests (the Python package's pytest plugin) needs
+// before anything runs. Index is the case's position in the expanded
+// suite, as in the run's per-case record.
+type caseLine struct {
+	Case   string `json:"case"`
+	Index  int    `json:"index"`
+	Kernel string `json:"kernel"`
+	Family string `json:"family"`
+	File   string `json:"file"`
+}
+
+// writeCasesJSON prints the suite's cases as JSON Lines, in suite order.
+func writeCasesJSON(stdout, stderr io.Writer, s *difftest.Suite) int {
+	enc := json.NewEncoder(stdout)
+	for i, c := range s.Cases {
+		if err := enc.Encode(caseLine{Case: c.Spec.ID(), Index: i, Kernel: c.Spec.Kernel, Family: c.Spec.Family, File: c.File}); err != nil {
+			return fail(stderr, err, difftest.Summary{})
+		}
 	}
 	return difftest.ExitPass
 }
