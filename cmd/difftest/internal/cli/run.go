@@ -29,8 +29,11 @@ type implFlags struct {
 	fatbin  string
 	device  int
 	timeout time.Duration
-	json    string
-	junit   string
+	// maxMemory is --max-memory, the memory budget of one case in bytes
+	// (0 = none).
+	maxMemory memoryFlag
+	json      string
+	junit     string
 	// diagnose is --diagnose (diagnose.go).
 	diagnose diagnoseFlag
 
@@ -45,9 +48,53 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.Var(deviceFlag{f}, "device", "CUDA device `N`, a list 0,2,3, or all: one worker per device, cases spread across them (cuda, emu)")
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error)")
+	fs.Var(&f.maxMemory, "max-memory", "memory budget of one case, a `SIZE` such as 8G or 512M (0 = none): a case sized over it (inputs ×2, outputs ×4, the reference's scratch) is refused by name, with its sizes, before its inputs are drawn; auto = 3/4 of this machine's memory or its control group's limit")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
 	fs.Var(&f.diagnose, "diagnose", diagnoseUsage)
+}
+
+// memoryFlag is --max-memory: a size in bytes (difftest.ParseBytes),
+// or, until it is set, "auto": difftest.DefaultMaxMemory, read from the
+// machine when the run starts (so --help and docs/flags.md print the
+// same on every machine).
+type memoryFlag struct {
+	set bool
+	n   int64
+}
+
+// String returns "auto" before Set, else the budget in binary units.
+func (m *memoryFlag) String() string {
+	switch {
+	case m == nil || !m.set:
+		return "auto"
+	case m.n == 0:
+		return "0"
+	}
+	return strings.ReplaceAll(difftest.FormatBytes(m.n), " ", "")
+}
+
+// Set parses a size such as 8G (difftest.ParseBytes); "auto" is the
+// default.
+func (m *memoryFlag) Set(s string) error {
+	if s == "auto" {
+		*m = memoryFlag{}
+		return nil
+	}
+	n, err := difftest.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*m = memoryFlag{set: true, n: n}
+	return nil
+}
+
+// bytes is the budget: the value set, or else difftest.DefaultMaxMemory.
+func (m memoryFlag) bytes() int64 {
+	if !m.set {
+		return difftest.DefaultMaxMemory()
+	}
+	return m.n
 }
 
 // replayOptions are the flags every replay line of this run repeats.
@@ -308,7 +355,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	rep := &report.Report{Header: h}
 	prog := newProgress(stderr)
 	cfg := difftest.Config{
-		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
+		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout, MaxMemory: f.maxMemory.bytes(),
 		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture, Start: e.start,
 		OnRecord: func(r *difftest.Record) error {
 			rep.Records = append(rep.Records, r)
