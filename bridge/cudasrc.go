@@ -83,6 +83,7 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 	if err != nil {
 		return nil, err
 	}
+	b.timeout, b.log = opts.BuildTimeout, opts.Log
 	lib := DriverPath()
 	if emu && os.Getenv(DriverEnv) == "" {
 		lib = filepath.Join(root, DefaultEmuDriver)
