@@ -83,6 +83,7 @@ func openCudasrc(prefix, arg string, emu bool, opts difftest.ImplOptions) (difft
 	if err != nil {
 		return nil, err
 	}
+	b.timeout, b.log = opts.BuildTimeout, opts.Log
 	lib := DriverPath()
 	if emu && os.Getenv(DriverEnv) == "" {
 		lib = filepath.Join(root, DefaultEmuDriver)
@@ -154,10 +155,13 @@ var mangledAdapter = regexp.MustCompile(`^_Z(\d+)(kd_adapter_\w+)`)
 // path and refuses a function named kd_adapter_* that is neither a
 // contract's adapter function nor a helper (a misspelt contract: its
 // cases would go untested without a word; kernels/kd_adapter.h reserves
-// the prefix), or a contract's adapter function with C++ linkage (a
-// definition whose parameters differ from the header's declaration, an
-// overload the worker never calls). A library without a symbol table
-// (stripped) is not checked.
+// the prefix), with C or C++ linkage alike (a misspelt definition has no
+// declaration in the header to give it C linkage, so it is usually
+// mangled), each named with the nearest contract's function; or a
+// contract's adapter function with C++ linkage (a definition whose
+// parameters differ from the header's declaration, an overload the worker
+// never calls). A library without a symbol table (stripped) is not
+// checked.
 func checkAdapterSymbols(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -173,35 +177,86 @@ func checkAdapterSymbols(path string) error {
 		known[h] = true
 	}
 	contracts := map[string]bool{}
+	var funcs []string
 	for _, n := range launcherNames() {
 		known[adapterFunc(n)] = true
 		contracts[n] = true
+		funcs = append(funcs, adapterFunc(n))
 	}
+	sort.Strings(funcs)
 	var unknown, cxx []string
+	seen := map[string]bool{}
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF {
 			continue
 		}
 		name, _, _ := strings.Cut(s.Name, ".") // GCC's clones: f.cold, f.part.0
+		linkage := ""
 		if m := mangledAdapter.FindStringSubmatch(name); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil && n <= len(m[2]) && known[m[2][:n]] {
-				cxx = append(cxx, m[2][:n])
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n > len(m[2]) {
+				continue
 			}
-			continue
+			name, linkage = m[2][:n], "C++ linkage; "
+			if known[name] {
+				cxx = append(cxx, name)
+				continue
+			}
 		}
-		if strings.HasPrefix(name, "kd_adapter_") && !known[name] {
-			unknown = append(unknown, name)
+		if strings.HasPrefix(name, "kd_adapter_") && !known[name] && !seen[name+linkage] {
+			seen[name+linkage] = true
+			unknown = append(unknown, fmt.Sprintf("%s (%snearest contract: %s)", name, linkage, nearestName(name, funcs)))
 		}
 	}
 	sort.Strings(unknown)
 	sort.Strings(cxx)
 	switch {
 	case len(unknown) > 0:
-		return fmt.Errorf("defines %s, which no contract has (kernels/kd_adapter.h: %s; the kd_adapter_ prefix is theirs)", strings.Join(slices.Compact(unknown), ", "), adapterList(contracts))
+		return fmt.Errorf("defines %s, which no contract has (kernels/kd_adapter.h: %s; the kd_adapter_ prefix is theirs): a misspelt adapter function leaves its contract untested", strings.Join(unknown, ", "), adapterList(contracts))
 	case len(cxx) > 0:
 		return fmt.Errorf("defines %s with C++ linkage: its parameters differ from kernels/kd_adapter.h's declaration, so it is an overload the harness never calls", strings.Join(slices.Compact(cxx), ", "))
 	}
 	return nil
+}
+
+// nearestName returns the name of names closest to s by edit distance
+// (insertions, deletions, substitutions and swaps of two neighbours each
+// count 1), the first of equals; "" for no names.
+func nearestName(s string, names []string) string {
+	best, bestD := "", -1
+	for _, n := range names {
+		if d := editDistance(s, n); bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b, bytes
+// compared: Levenshtein's with a swap of two neighbours counted as one
+// edit ("transfrom" is one from "transform").
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // adapterList names the adapter functions of the kernels in set, sorted:

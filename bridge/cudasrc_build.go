@@ -31,8 +31,17 @@ import (
 // kerneldiff source tree).
 const CudasrcCacheEnv = "KD_CUDASRC_CACHE"
 
-// cudasrcBuildTimeout bounds one build of an adapter library.
-const cudasrcBuildTimeout = 15 * time.Minute
+// CudasrcBuildTimeout bounds one build of an adapter library unless
+// --build-timeout (difftest.ImplOptions.BuildTimeout) says otherwise.
+const CudasrcBuildTimeout = 15 * time.Minute
+
+// Build progress: the first line after cudasrcProgressAfter, then one every
+// cudasrcProgressEvery, while the compiler runs (variables: tests shorten
+// them).
+var (
+	cudasrcProgressAfter = 5 * time.Second
+	cudasrcProgressEvery = 30 * time.Second
+)
 
 // cudasrcRecipe names the build recipe below; part of every cache key, so
 // a change to the recipe's flags rebuilds every library.
@@ -66,6 +75,9 @@ type cudasrcBuild struct {
 	compile []string // the user's compile flags (-I, -isystem, -D, -U, -std, -O, -g, -include), paths absolute
 	link    []string // the user's link flags (-L, -l, -Wl,...)
 	arch    []string // the user's -arch/-gencode flags (the GPU build only)
+
+	timeout time.Duration // the build's limit; 0 = CudasrcBuildTimeout
+	log     io.Writer     // progress lines of a long build; nil = none
 }
 
 // usageErr is a usage error in an --impl cudasrc value (exit 2).
@@ -177,6 +189,9 @@ func parseCudasrc(spec, arg string, emu bool, root string) (*cudasrcBuild, error
 		default:
 			return nil, usageErr(spec, "unknown or unsupported flag %q (accepted: -I, -isystem, -D, -U, -std=, -O0..-O3, -g, -include, -L, -l, -Wl, and for the GPU -arch=, -gencode=)", w)
 		}
+	}
+	if err := b.checkIncludes(); err != nil {
+		return nil, usageErr(spec, "%v", err)
 	}
 	return b, nil
 }
@@ -387,7 +402,11 @@ var errBuildFailed = errors.New("adapter build failed")
 // the first error line of the compiler's output (file and line) and the
 // path of the whole log.
 func (b *cudasrcBuild) build(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, cudasrcBuildTimeout)
+	limit := b.timeout
+	if limit <= 0 {
+		limit = CudasrcBuildTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tool, id, err := b.compiler(ctx)
 	if err != nil {
@@ -417,6 +436,8 @@ func (b *cudasrcBuild) build(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cmds, depFiles := b.commands(tool, tmp, filepath.Join(tmp, "libadapter.so"))
+	stop := b.progress(filepath.Base(tool), limit)
+	defer stop()
 	var log bytes.Buffer
 	for _, c := range cmds {
 		fmt.Fprintf(&log, "$ %s\n", strings.Join(c, " "))
@@ -426,6 +447,9 @@ func (b *cudasrcBuild) build(ctx context.Context) (string, error) {
 		if err := cmd.Run(); err != nil {
 			logPath := filepath.Join(cache, key+".log")
 			_ = os.WriteFile(logPath, log.Bytes(), 0o644)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return "", fmt.Errorf("building %s: not done within %v (--build-timeout; the log so far: %s)", b.path, limit, logPath)
+			}
 			if ctx.Err() != nil {
 				return "", fmt.Errorf("building %s: %v (log: %s)", b.path, ctx.Err(), logPath)
 			}
@@ -454,6 +478,38 @@ func (b *cudasrcBuild) build(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return lib, nil
+}
+
+// progress prints, while the build runs, a line to b.log after
+// cudasrcProgressAfter and then every cudasrcProgressEvery ("building the
+// adapter PATH with nvcc: 35s so far, limit 15m0s (--build-timeout)");
+// the returned func stops it.
+func (b *cudasrcBuild) progress(tool string, limit time.Duration) (stop func()) {
+	if b.log == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		t := time.NewTimer(cudasrcProgressAfter)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(b.log, "difftest: building the adapter %s with %s (%d source file(s)): %v so far, limit %v (--build-timeout)\n",
+					b.path, tool, len(b.sources), time.Since(start).Round(time.Second), limit)
+				t.Reset(cudasrcProgressEvery)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // fresh reports whether the cached build in dir is complete and every

@@ -417,7 +417,13 @@ extern "C" int kd_adapter_synchronize(void) { return 0; }
 	}
 	for _, tc := range []struct{ src, want string }{
 		{good + `extern "C" int kd_adapter_norm_rope_stor(const void *, void *) { return 0; }`,
-			"kd_adapter_norm_rope_stor, which no contract has (kernels/kd_adapter.h: kd_adapter_indexer_logits, kd_adapter_norm_rope_store, kd_adapter_topk_transform;"},
+			"kd_adapter_norm_rope_stor (nearest contract: kd_adapter_norm_rope_store), which no contract has (kernels/kd_adapter.h: kd_adapter_indexer_logits, kd_adapter_norm_rope_store, kd_adapter_topk_transform;"},
+		// A misspelt definition has no declaration to give it C linkage:
+		// mangled, beside a correct adapter, and alone.
+		{good + `struct kd_topk_params; int kd_adapter_topk_transfrom(const kd_topk_params *, void *) { return 0; }`,
+			"defines kd_adapter_topk_transfrom (C++ linkage; nearest contract: kd_adapter_topk_transform), which no contract has"},
+		{`int kd_adapter_indexer_logit(const void *, void *) { return 0; }`,
+			"defines kd_adapter_indexer_logit (C++ linkage; nearest contract: kd_adapter_indexer_logits), which no contract has"},
 		{good + `struct other; int kd_adapter_norm_rope_store(const other *, void *) { return 0; }`,
 			"kd_adapter_norm_rope_store with C++ linkage"},
 	} {
@@ -425,5 +431,28 @@ extern "C" int kd_adapter_synchronize(void) { return 0; }
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.src, err, tc.want)
 		}
+	}
+}
+
+func TestNearestName(t *testing.T) {
+	names := []string{"kd_adapter_indexer_logits", "kd_adapter_norm_rope_store", "kd_adapter_topk_transform"}
+	for in, want := range map[string]string{
+		"kd_adapter_topk_transfrom": "kd_adapter_topk_transform", "kd_adapter_topk": "kd_adapter_topk_transform",
+		"kd_adapter_normropestore": "kd_adapter_norm_rope_store", "kd_adapter_logits": "kd_adapter_indexer_logits",
+	} {
+		if got := nearestName(in, names); got != want {
+			t.Errorf("nearestName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "", 3}, {"transfrom", "transform", 1}, {"kitten", "sitting", 3}, {"ab", "ba", 1}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
+	}
+	if nearestName("x", nil) != "" {
+		t.Error("nearestName of no names is not empty")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,6 +195,22 @@ func TestMain(m *testing.M) {
 		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
 		if err := serveMisnumbered(req, rep); err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "fake-forks-helper":
+		// A worker whose adapter forks helpers that outlive it and hold its
+		// stdout and stderr: one in its process group, one that left it
+		// (setsid). Their pids go to $KD_TEST_HELPER_DIR/{group,setsid}.pid.
+		dir := os.Getenv("KD_TEST_HELPER_DIR")
+		h := exec.Command("/bin/sh", "-c", `sleep 1000 & echo $! > "$0/group.pid"; setsid sleep 1000 & echo $! > "$0/setsid.pid"`, dir)
+		h.Stdout, h.Stderr = os.Stdout, os.Stderr
+		if err := h.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		req, rep := os.NewFile(requestFD, "requests"), os.NewFile(replyFD, "replies")
+		if err := serve(req, rep, newFake("fake"), []byte("fake fatbin"), 0, testPackers()); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

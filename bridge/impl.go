@@ -6,12 +6,14 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/kerneldiff/kerneldiff/cuda"
 	"github.com/kerneldiff/kerneldiff/difftest"
+	"github.com/kerneldiff/kerneldiff/difftest/proc"
 )
 
 // DefaultFatbin is the fatbin `make kernels` writes, used when --fatbin is
@@ -97,7 +100,22 @@ type workerProc struct {
 	done    chan struct{} // closed when the process has been reaped
 	waitErr error
 	out     *tail
+	// escaped names the processes the worker left outside its process
+	// group (setsid), killed once it had exited (proc.KillEscaped).
+	escaped []string
 }
+
+// WorkerRunEnv is the environment variable every worker runs with, set to
+// a value unique to that worker: once it has exited, its process group is
+// killed and so is every process that carries the value but left the
+// group (a helper an adapter or a library it loads started with setsid),
+// as the exec path does (proc.ExecRunEnv).
+const WorkerRunEnv = "KERNELDIFF_WORKER_RUN"
+
+// workerOutputGrace bounds the wait for the worker's stdout and stderr to
+// close once it has exited and what it left has been killed: a descendant
+// that escaped both the group and the tag still holds them.
+const workerOutputGrace = 2 * time.Second
 
 // MaxFatbinBytes bounds a fatbin difftest reads (--fatbin, the worker,
 // info): the kernels' is under 1 MiB; a file beyond this, or one that is
@@ -352,18 +370,39 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 		reqW.Close()
 		return &difftest.RunError{Class: failClass, Msg: "worker pipe: " + err.Error()}
 	}
+	// stdout and stderr are a pipe of ours, not an io.Writer, so that Wait
+	// returns when the worker exits, not when the last helper holding the
+	// pipe does; the worker runs in a process group of its own (whatever
+	// spawn set), killed with what it left once it has exited.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{reqR, reqW, repR, repW} {
+			f.Close()
+		}
+		return &difftest.RunError{Class: failClass, Msg: "worker pipe: " + err.Error()}
+	}
 	out := &tail{max: 4096}
+	tag := WorkerRunEnv + "=" + rand.Text()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, tag)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
 	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{reqR, reqW, repR, repW} {
+		for _, f := range []*os.File{reqR, reqW, repR, repW, outR, outW} {
 			f.Close()
 		}
 		return &difftest.RunError{Class: failClass, Msg: "starting the GPU worker: " + err.Error()}
 	}
 	reqR.Close()
 	repW.Close()
+	outW.Close()
 	im.starts++
 	w := &workerProc{cmd: cmd, enc: gob.NewEncoder(reqW), reqW: reqW, replies: make(chan reply, 1), done: make(chan struct{}), out: out}
 	go func() {
@@ -378,8 +417,24 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 			w.replies <- r
 		}
 	}()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, outR)
+	}()
 	go func() {
 		w.waitErr = cmd.Wait()
+		// Kill whatever the worker left in its group (ESRCH when nothing
+		// is), then whatever left the group but carries its tag.
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		w.escaped = proc.KillEscaped(tag, pgid)
+		select {
+		case <-copied:
+		case <-time.After(workerOutputGrace):
+		}
+		outR.Close()
+		<-copied
 		close(w.done)
 	}()
 	timer := time.NewTimer(startTimeout)
@@ -416,10 +471,11 @@ func (im *Impl) start(ctx context.Context, first bool) *difftest.RunError {
 	}
 }
 
-// kill ends the worker and reaps it.
+// kill ends the worker's process group, reaps the worker and kills what
+// escaped the group (the goroutine that waits for it does).
 func (w *workerProc) kill() {
 	w.reqW.Close()
-	_ = w.cmd.Process.Kill()
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	<-w.done
 }
 
@@ -436,6 +492,9 @@ func (w *workerProc) death() string {
 		s += ": " + l
 	} else if l := lastLine(w.out.String()); l != "" {
 		s += ": " + l
+	}
+	if len(w.escaped) > 0 {
+		s += fmt.Sprintf(" (it left %d process(es) outside its process group, killed: %s)", len(w.escaped), strings.Join(w.escaped, "; "))
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/kerneldiff/kerneldiff/difftest/registry"
@@ -337,6 +338,12 @@ type ImplOptions struct {
 	// program's wait for its hello ends when it does (a person pressed
 	// Ctrl-C). nil is context.Background().
 	Context context.Context
+	// BuildTimeout bounds one build of a bring-your-own adapter
+	// (cudasrc:, cudasrc-emu:; --build-timeout); 0 is the default.
+	BuildTimeout time.Duration
+	// Log, when set, receives progress lines of a long start, such as an
+	// adapter build still running after a few seconds; nil prints none.
+	Log io.Writer
 }
 
 // ImplFactory builds the named implementation ("cuda", ...). An

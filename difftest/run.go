@@ -26,6 +26,12 @@ type Config struct {
 	Timeout  time.Duration // per run of the implementation; 0 = none; negative is an error (Run)
 	FailFast bool          // stop after the first failing case
 
+	// MaxMemory is the memory budget of one case in bytes (--max-memory;
+	// 0 = none): a case whose kernel sizes it (Footprinter) over the
+	// budget is refused with a *SuiteError wrapping a *BudgetError (exit
+	// 2) before its inputs are drawn.
+	MaxMemory int64
+
 	// SaveFailures, when not empty, is a folder where each failing case
 	// is written as a capture file (WriteCapture) for `difftest replay`.
 	SaveFailures string
@@ -256,6 +262,13 @@ func runItem(ctx context.Context, cr *CaseRun, cfg Config, it Item) (*Record, er
 			rec.Replay = cfg.Replay(rec)
 		}
 		return rec, nil
+	}
+	if it.Case == nil && it.Capture == "" {
+		if k, ok := LookupKernel(it.Spec.Kernel); ok {
+			if err := CheckBudget(k, it.Spec, cfg.MaxMemory); err != nil {
+				return nil, &SuiteError{File: it.File, Case: it.Spec.ID(), Err: err}
+			}
+		}
 	}
 	k, c, err := GenerateCase(it)
 	if err != nil {

@@ -26,7 +26,8 @@
 //
 // Exit codes (docs/interfaces.md, for git bisect run): 0 all passed, 1 a case
 // failed, 2 usage or input file error, 3 internal error (difftest itself
-// crashed; the stack is in a file named on stderr), 125 nothing could be
+// crashed, a Go fatal error such as out of memory included; the stack is
+// in a file named on stderr), 125 nothing could be
 // tested, and
 // 128 + N when a person stopped the run with signal N (SIGINT 130, SIGTERM
 // 143, SIGHUP 129) after the finished cases were reported and flushed and
@@ -39,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"testing"
 
 	"github.com/kerneldiff/kerneldiff/cmd/difftest/internal/cli"
 	"github.com/kerneldiff/kerneldiff/difftest"
@@ -51,6 +53,15 @@ import (
 )
 
 func main() {
+	// A crash Go cannot recover (out of memory) exits 3, not 2: the
+	// command runs in a supervised child (cli.Supervise). Not where a test
+	// binary calls main (the flags doc): the child would be the test
+	// binary, running its tests.
+	if !testing.Testing() {
+		if code, ok := cli.Supervise(os.Args, os.Stderr); ok {
+			os.Exit(code)
+		}
+	}
 	ctx, again, stop := cli.NotifyInterrupt(context.Background())
 	go func() {
 		if s, ok := <-again; ok {

@@ -32,6 +32,23 @@ const execEscapeRounds = 5
 // is outside process group pgid, and returns one warning naming them, or
 // nil when there were none. Without /proc it finds nothing.
 func execKillEscaped(tag string, pgid int) []string {
+	names := KillEscaped(tag, pgid)
+	if len(names) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the exec program left %d process(es) running outside its process group (setsid or setpgid escapes the group kill); killed after the run: %s",
+		len(names), strings.Join(names, "; "))}
+}
+
+// KillEscaped kills every live process of this user whose environment
+// holds the entry tag ("NAME=VALUE") and whose process group is not pgid
+// (the group of the program that was tagged, killed separately), in up to
+// execEscapeRounds rounds so that one forked while it is killed is caught
+// too. It returns the command lines of those it killed (control
+// characters escaped, at most 120 runes each), nil when there were none
+// or without /proc. The exec and serve paths use it, and so does the GPU
+// worker's (package bridge).
+func KillEscaped(tag string, pgid int) []string {
 	seen := map[int]bool{}
 	var names []string
 	for range execEscapeRounds {
@@ -50,11 +67,7 @@ func execKillEscaped(tag string, pgid int) []string {
 			break
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("the exec program left %d process(es) running outside its process group (setsid or setpgid escapes the group kill); killed after the run: %s",
-		len(names), strings.Join(names, "; "))}
+	return names
 }
 
 type execProc struct {

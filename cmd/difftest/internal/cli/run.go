@@ -29,8 +29,14 @@ type implFlags struct {
 	fatbin  string
 	device  int
 	timeout time.Duration
-	json    string
-	junit   string
+	// maxMemory is --max-memory, the memory budget of one case in bytes
+	// (0 = none).
+	maxMemory memoryFlag
+	// buildTimeout is --build-timeout, the limit of a cudasrc adapter
+	// build.
+	buildTimeout time.Duration
+	json         string
+	junit        string
 	// diagnose is --diagnose (diagnose.go).
 	diagnose diagnoseFlag
 
@@ -45,9 +51,58 @@ func (f *implFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda); default build/kernels.fatbin, relative to the working directory")
 	fs.Var(deviceFlag{f}, "device", "CUDA device `N`, a list 0,2,3, or all: one worker per device, cases spread across them (cuda, emu)")
 	fs.DurationVar(&f.timeout, "timeout", difftest.DefaultTimeout, "time-out per run of the implementation on one case, e.g. 90s; 0 = no time-out (negative is an error); run --suite quick defaults to 1m")
+	fs.Var(&f.maxMemory, "max-memory", "memory budget of one case, a `SIZE` such as 8G or 512M (0 = none): a case sized over it (inputs ×2, outputs ×4, the reference's scratch) is refused by name, with its sizes, before its inputs are drawn; auto = 3/4 of this machine's memory or its control group's limit")
+	fs.DurationVar(&f.buildTimeout, "build-timeout", bridgeBuildTimeout, "limit of one build of a cudasrc: or cudasrc-emu: adapter (nvcc or the emulator's compiler), e.g. 30m; a build still running after a few seconds prints its progress on stderr; 0 is an error")
 	fs.StringVar(&f.json, "json", "", "write a JSON Lines report to `FILE`, one line per case as it ends")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (replaced whole when the run ends; not the --json file)")
 	fs.Var(&f.diagnose, "diagnose", diagnoseUsage)
+}
+
+// bridgeBuildTimeout is --build-timeout's default, the bridge's
+// CudasrcBuildTimeout (cli does not link the bridge).
+const bridgeBuildTimeout = 15 * time.Minute
+
+// memoryFlag is --max-memory: a size in bytes (difftest.ParseBytes),
+// or, until it is set, "auto": difftest.DefaultMaxMemory, read from the
+// machine when the run starts (so --help and docs/flags.md print the
+// same on every machine).
+type memoryFlag struct {
+	set bool
+	n   int64
+}
+
+// String returns "auto" before Set, else the budget in binary units.
+func (m *memoryFlag) String() string {
+	switch {
+	case m == nil || !m.set:
+		return "auto"
+	case m.n == 0:
+		return "0"
+	}
+	return strings.ReplaceAll(difftest.FormatBytes(m.n), " ", "")
+}
+
+// Set parses a size such as 8G (difftest.ParseBytes); "auto" is the
+// default.
+func (m *memoryFlag) Set(s string) error {
+	if s == "auto" {
+		*m = memoryFlag{}
+		return nil
+	}
+	n, err := difftest.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*m = memoryFlag{set: true, n: n}
+	return nil
+}
+
+// bytes is the budget: the value set, or else difftest.DefaultMaxMemory.
+func (m memoryFlag) bytes() int64 {
+	if !m.set {
+		return difftest.DefaultMaxMemory()
+	}
+	return m.n
 }
 
 // replayOptions are the flags every replay line of this run repeats.
@@ -121,7 +176,11 @@ func (f *implFlags) openImpl(ctx context.Context, stderr io.Writer) (difftest.Im
 			}
 		}
 	}
-	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout, Context: ctx})
+	if f.buildTimeout <= 0 {
+		return nil, usageErr(stderr, "--build-timeout %v: must be > 0", f.buildTimeout)
+	}
+	impl, err := difftest.NewImpl(f.impl, difftest.ImplOptions{Fatbin: f.fatbin, Device: f.device, Devices: f.devices, AllDevices: f.allDevices, Timeout: f.timeout, Context: ctx,
+		BuildTimeout: f.buildTimeout, Log: stderr})
 	if err != nil {
 		var re *difftest.RunError
 		if errors.As(err, &re) && re.Class == difftest.Unavailable {
@@ -311,7 +370,7 @@ func execute(ctx context.Context, f *implFlags, impl difftest.Impl, e execution,
 	rep := &report.Report{Header: h}
 	prog := newProgress(stderr)
 	cfg := difftest.Config{
-		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout,
+		Suite: e.suite, Source: e.items, Impl: impl, ImplName: f.impl, Timeout: f.timeout, MaxMemory: f.maxMemory.bytes(),
 		FailFast: e.failfast, SaveFailures: e.saveDir, Replay: e.replay, ReplayCapture: e.replayCapture, Start: e.start,
 		OnRecord: func(r *difftest.Record) error {
 			rep.Records = append(rep.Records, r)
