@@ -121,7 +121,7 @@ func TestServeMisbehaviour(t *testing.T) {
 		timeout time.Duration
 	}{
 		{"die", difftest.Crash, "exit status 3; stderr: serveimpl: dying on purpose", 0},
-		{"hang", difftest.Timeout, "time-out", 2 * time.Second},
+		{"hang", difftest.Timeout, "no reply after 2s; process group killed", 2 * time.Second},
 		{"garbage", difftest.BadOutput, "not a JSON object", 0},
 		{"oversize", difftest.BadOutput, "message length 2147483648", 0},
 		{"wrong-seq", difftest.Crash, "protocol error: reply for request 4 to request 3", 0},

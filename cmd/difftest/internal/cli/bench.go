@@ -211,7 +211,7 @@ func deviceImpl(name string) bool { return name == "cuda" || name == "emu" }
 // openNamedImpl resolves an implementation name as --impl does (usage
 // errors exit 2, an implementation that cannot run here 125).
 func openNamedImpl(name string, opts difftest.ImplOptions, stderr io.Writer) (difftest.Impl, int) {
-	f := implFlags{impl: name, fatbin: opts.Fatbin, device: opts.Device, timeout: opts.Timeout}
+	f := implFlags{impl: name, fatbin: opts.Fatbin, device: opts.Device, timeout: opts.Timeout, buildTimeout: bridgeBuildTimeout}
 	if opts.Baseline == "" {
 		return f.openImpl(opts.Context, stderr)
 	}

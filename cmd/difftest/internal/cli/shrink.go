@@ -27,7 +27,7 @@ const shrinkUsage = "shrink (FILE.safetensors | --suite S --run ID [--seed N]) -
 // smallest case found so far is written first).
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("shrink", stderr)
-	var f implFlags
+	f := implFlags{buildTimeout: bridgeBuildTimeout} // shrink has no --build-timeout
 	fs.StringVar(&f.impl, "impl", difftest.DefaultImpl(), "implementation that fails the case: cuda, emu, cudasrc:PATH, cudasrc-emu:PATH, reference, mutant:NAME, exec:CMD or serve:CMD")
 	fs.StringVar(&f.fatbin, "fatbin", "", "compiled kernels, a fatbin `FILE` (cuda)")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal (cuda)")
